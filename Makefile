@@ -1,0 +1,47 @@
+# The book's commands. `make book` and `make test` are all a newcomer needs.
+VENV := .venv
+VPY := $(VENV)/bin/python
+# The reference run happens on a GPU host that may have no venv: use python3 there.
+PY ?= $(if $(wildcard $(VPY)),$(VPY),python3)
+NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
+# The CPU device recorded as the second reference (PoCL's platform on the GPU host).
+CPU_CTX ?= portable
+
+.PHONY: book test run reference check-reference clean venv
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt
+	python3 -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q -r requirements.txt
+	$(VPY) -c "import sysconfig, pathlib; pathlib.Path(sysconfig.get_paths()['purelib'], 'gpubook.pth').write_text('$(CURDIR)\n')"
+	touch $@
+
+## book: build the site into _build/html from the stored (reference) outputs
+book: venv
+	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+
+## test: unit tests, nbval over every notebook on your device (small scale), site checks
+test: venv
+	GPUBOOK_SCALE=small $(VPY) -m pytest -p no:cacheprovider tests $(NOTEBOOKS) --nbval-lax --nbval-current-env
+
+## run: execute every notebook on your device and build a site of your own outputs
+run: venv
+	rm -rf _build/local && mkdir -p _build/local/notebooks
+	cp -r _config.yml _toc.yml book _build/local/
+	$(VPY) tools/run_notebooks.py --out _build/local/notebooks $(NOTEBOOKS)
+	$(VENV)/bin/jupyter-book build _build/local
+	@echo "your site: _build/local/_build/html/index.html"
+
+## reference: the GPU reference run (stores outputs in place, writes results/), then the host CPU
+reference:
+	GPUBOOK_SCALE=full $(PY) tools/run_notebooks.py --reference $(NOTEBOOKS)
+	-PYOPENCL_CTX=$(CPU_CTX) $(PY) tools/run_notebooks.py --record-only $(NOTEBOOKS)
+
+## check-reference: name every notebook whose stored outputs are stale
+check-reference:
+	@$(PY) tools/check_reference.py
+
+clean:
+	rm -rf _build

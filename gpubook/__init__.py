@@ -1,0 +1,23 @@
+"""Helpers shared by every chapter of the book.
+
+Chapters import from here so that the notebooks stay about ideas:
+device choice, kernel building, event timing and sweeps, problem scale,
+plots and recorded results.
+"""
+from .device import (DeviceChoiceError, check_work_group, choose_device, device_kind, device_summary,
+                     has_fp64, list_devices, make_queue, require_fp64)
+from .kernels import KernelBuildError, build, kernel, show_kernel
+from .plot import plot_sweep
+from .records import device_slug, load_results, other_devices, record, recorded_limits
+from .scale import scale
+from .show import markdown_table
+from .timing import Timing, event_seconds, stats, sweep, table, time_events
+
+__all__ = [
+    "DeviceChoiceError", "check_work_group", "choose_device", "device_kind", "device_summary", "has_fp64",
+    "list_devices", "make_queue", "require_fp64",
+    "KernelBuildError", "build", "kernel", "show_kernel", "plot_sweep",
+    "device_slug", "load_results", "other_devices", "record", "recorded_limits",
+    "scale", "markdown_table",
+    "Timing", "event_seconds", "stats", "sweep", "table", "time_events",
+]

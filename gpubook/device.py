@@ -1,0 +1,125 @@
+"""Choosing an OpenCL device without ever prompting, and describing it."""
+import os
+
+import pyopencl as cl
+
+INSTALL_HINT = (
+    "No OpenCL platform was found. Install a CPU OpenCL driver with "
+    "`pip install pocl-binary-distribution` (it is in requirements.txt), "
+    "or your GPU vendor's OpenCL driver."
+)
+
+
+class DeviceChoiceError(RuntimeError):
+    """No usable OpenCL device, or PYOPENCL_CTX names none of them."""
+
+
+def list_devices():
+    """Every (platform index, device index, platform, device) on this machine."""
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as err:  # the ICD loader reports "no platforms" as an error
+        raise DeviceChoiceError(INSTALL_HINT) from err
+    found = []
+    for p_index, platform in enumerate(platforms):
+        try:
+            devices = platform.get_devices()
+        except cl.Error:
+            devices = []
+        for d_index, device in enumerate(devices):
+            found.append((p_index, d_index, platform, device))
+    if not found:
+        raise DeviceChoiceError(INSTALL_HINT)
+    return found
+
+
+def _matches(part, index, name):
+    part = part.strip()
+    if part == "":
+        return index == 0
+    if part.isdigit():
+        return int(part) == index
+    return part.lower() in name.lower()
+
+
+def _describe(found):
+    return "\n".join(f"  {p}:{d}  {plat.name.strip()} | {dev.name.strip()}"
+                     for p, d, plat, dev in found)
+
+
+def choose_device(spec=None):
+    """The device named by PYOPENCL_CTX, else the first GPU, else the first device.
+
+    PYOPENCL_CTX follows PyOpenCL's form "platform:device", where each part is
+    an index or a piece of the name ("0", "0:1", "nvidia", "cuda:0").
+    """
+    found = list_devices()
+    spec = os.environ.get("PYOPENCL_CTX") if spec is None else spec
+    if spec:
+        plat_part, _, dev_part = spec.partition(":")
+        p_indices = sorted({p for p, _, plat, _ in found if _matches(plat_part, p, plat.name)})
+        for p in p_indices:
+            on_platform = [(d, dev) for q, d, _, dev in found if q == p]
+            for d, dev in on_platform:
+                if _matches(dev_part, d, dev.name):
+                    return dev
+        raise DeviceChoiceError(
+            f"PYOPENCL_CTX={spec!r} matches no OpenCL device. Devices found "
+            f"(use 'platform:device'):\n{_describe(found)}")
+    gpus = [dev for _, _, _, dev in found if dev.type & cl.device_type.GPU]
+    return gpus[0] if gpus else found[0][3]
+
+
+def make_queue(device=None):
+    """A context and a profiling command queue on the chosen device."""
+    device = choose_device() if device is None else device
+    ctx = cl.Context([device])
+    queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    return ctx, queue
+
+
+def has_fp64(device):
+    return bool(device.double_fp_config) or "cl_khr_fp64" in device.extensions
+
+
+def device_kind(device):
+    """'GPU', 'CPU' or 'accelerator'."""
+    if device.type & cl.device_type.GPU:
+        return "GPU"
+    if device.type & cl.device_type.CPU:
+        return "CPU"
+    return "accelerator"
+
+
+def device_summary(device):
+    """The facts about a device that later chapters rely on, as (field, value) rows."""
+    return [
+        ("name", device.name.strip()),
+        ("type", device_kind(device)),
+        ("vendor", device.vendor.strip()),
+        ("driver", device.driver_version.strip()),
+        ("OpenCL", device.version.strip()),
+        ("compute units", device.max_compute_units),
+        ("max clock (MHz)", device.max_clock_frequency),
+        ("global memory (GiB)", round(device.global_mem_size / 2**30, 1)),
+        ("max allocation (GiB)", round(device.max_mem_alloc_size / 2**30, 1)),
+        ("local memory (KiB)", device.local_mem_size // 1024),
+        ("max work-group size", device.max_work_group_size),
+        ("preferred float vector width", device.preferred_vector_width_float),
+        ("fp64", "yes" if has_fp64(device) else "no"),
+    ]
+
+
+def check_work_group(device, size, local_bytes=0):
+    """Raise a clear error when the device cannot run a work-group of this shape."""
+    if size > device.max_work_group_size:
+        raise ValueError(f"work-group size {size} exceeds this device's maximum "
+                         f"{device.max_work_group_size} ({device.name.strip()})")
+    if local_bytes > device.local_mem_size:
+        raise ValueError(f"{local_bytes} bytes of local memory requested; "
+                         f"{device.name.strip()} has {device.local_mem_size}")
+
+
+def require_fp64(device):
+    if not has_fp64(device):
+        raise ValueError(f"{device.name.strip()} has no fp64 support (cl_khr_fp64)")

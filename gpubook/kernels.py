@@ -1,0 +1,82 @@
+"""Building OpenCL programs from kernels/<chapter>/<step>.cl, quietly and once."""
+import os
+import warnings
+
+import pyopencl as cl
+
+from .paths import KERNELS
+
+
+class KernelBuildError(RuntimeError):
+    """A kernel failed to compile; the message carries the compiler's log."""
+
+
+_programs = {}
+_kernels = {}
+
+
+def source(path):
+    """The text of kernels/<path>."""
+    return (KERNELS / path).read_text()
+
+
+def options(defines=None, extra=()):
+    """Build options: one -D per define, then any extra flags."""
+    opts = [f"-D{name}={value}" for name, value in sorted((defines or {}).items())]
+    return opts + list(extra)
+
+
+def _log_use(path):
+    # The reference run lists the kernel files each notebook loads, to tell
+    # later whether its stored outputs are stale.
+    log = os.environ.get("GPUBOOK_KERNEL_LOG")
+    if log:
+        with open(log, "a") as f:
+            f.write(f"{path}\n")
+
+
+def build(ctx, path, defines=None, extra=()):
+    """The built program for kernels/<path> with these defines (built once per context)."""
+    text = source(path)
+    opts = options(defines, extra)
+    key = (ctx.int_ptr, path, tuple(opts), hash(text))
+    if key not in _programs:
+        _log_use(path)
+        try:
+            with warnings.catch_warnings():
+                # Non-empty compiler logs on success are chatter, not news.
+                warnings.simplefilter("ignore", cl.CompilerWarning)
+                _programs[key] = cl.Program(ctx, text).build(options=opts)
+        except cl.RuntimeError as err:
+            raise KernelBuildError(
+                f"kernels/{path} failed to build with options {' '.join(opts) or '(none)'}:\n{err}"
+            ) from None
+    return _programs[key]
+
+
+def kernel(ctx, path, name, defines=None, extra=()):
+    """One kernel of kernels/<path>, fetched once per built program."""
+    prg = build(ctx, path, defines, extra)
+    key = (id(prg), name)
+    if key not in _kernels:
+        _kernels[key] = cl.Kernel(prg, name)
+    return _kernels[key]
+
+
+def show_kernel(path, start=None, end=None):
+    """Display kernels/<path> in the page as highlighted OpenCL C.
+
+    start/end pick the lines from the first line containing `start` up to and
+    including the first later line containing `end`.
+    """
+    from IPython.display import Markdown
+
+    lines = source(path).rstrip("\n").split("\n")
+    if start is not None:
+        first = next(i for i, line in enumerate(lines) if start in line)
+        last = len(lines) - 1
+        if end is not None:
+            last = next(i for i in range(first, len(lines)) if end in lines[i])
+        lines = lines[first:last + 1]
+    body = "\n".join(lines)
+    return Markdown(f"`kernels/{path}`\n\n```c\n{body}\n```")

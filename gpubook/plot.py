@@ -1,0 +1,46 @@
+"""One plot style for every chapter: rates with their 20-80% band, reference
+devices beside this one, and the device limit as a line."""
+import matplotlib.pyplot as plt
+
+REF_STYLE = {"linestyle": "--", "linewidth": 1.2, "alpha": 0.8}
+
+
+def _curves(ax, records, x_name, value, label_suffix="", style=None, band=True):
+    variants = list(dict.fromkeys(r["variant"] for r in records))
+    for variant in variants:
+        rows = sorted((r for r in records if r["variant"] == variant), key=lambda r: r[x_name])
+        xs = [r[x_name] for r in rows]
+        ys = [r[value] for r in rows]
+        line, = ax.plot(xs, ys, marker="o", markersize=3, label=f"{variant}{label_suffix}",
+                        **(style or {}))
+        if band and f"{value}_lo" in rows[0]:
+            ax.fill_between(xs, [r[f"{value}_lo"] for r in rows], [r[f"{value}_hi"] for r in rows],
+                            color=line.get_color(), alpha=0.2, linewidth=0)
+
+
+def plot_sweep(records, x_name, xlabel, ylabel, title, device_name, value="rate",
+               references=None, limits=(), logx=True, logy=False, ax=None):
+    """Plot a sweep's rates against x.
+
+    references: {device name: records} drawn dashed beside this device's curves.
+    limits: (value, label) pairs drawn as horizontal lines.
+    """
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.5, 4.5))
+    _curves(ax, records, x_name, value)
+    for name, recs in (references or {}).items():
+        _curves(ax, recs, x_name, value, label_suffix=f" ({name})", style=REF_STYLE, band=False)
+    for y, label in limits:
+        ax.axhline(y, color="black", linestyle=":", linewidth=1)
+        ax.annotate(label, xy=(0.01, y), xycoords=("axes fraction", "data"),
+                    xytext=(0, 3), textcoords="offset points", fontsize=8)
+    if logx:
+        ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(f"{title}\n{device_name}", fontsize=11)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax

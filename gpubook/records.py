@@ -1,0 +1,67 @@
+"""Recorded measurements: results/<device>/<chapter>.json."""
+import datetime
+import json
+import os
+import re
+
+from .paths import RESULTS
+
+
+def device_slug(device):
+    """A file-name-safe name for a device, e.g. 'nvidia-h200'."""
+    name = device if isinstance(device, str) else device.name
+    return re.sub(r"[^a-z0-9]+", "-", name.strip().lower()).strip("-")
+
+
+def _jsonable(value):
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def record(chapter, device, scale, data, root=None, force=False):
+    """Write results/<device>/<chapter>.json when GPUBOOK_RECORD=1 (or force).
+
+    Returns the path written, or None when recording is off.
+    """
+    if not (force or os.environ.get("GPUBOOK_RECORD") == "1"):
+        return None
+    root = RESULTS if root is None else root
+    path = root / device_slug(device) / f"{chapter}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    entry = {
+        "device": device.name.strip(),
+        "vendor": device.vendor.strip(),
+        "driver": device.driver_version.strip(),
+        "platform": device.platform.name.strip(),
+        "date": datetime.date.today().isoformat(),
+        "scale": scale,
+        "data": _jsonable(data),
+    }
+    path.write_text(json.dumps(entry, indent=1) + "\n")
+    return path
+
+
+def load_results(chapter, root=None):
+    """Every recorded run of a chapter: {device slug: entry}."""
+    root = RESULTS if root is None else root
+    found = {}
+    for path in sorted(root.glob(f"*/{chapter}.json")):
+        found[path.parent.name] = json.loads(path.read_text())
+    return found
+
+
+def other_devices(chapter, device, root=None):
+    """Recorded runs of a chapter on devices other than this one."""
+    mine = device_slug(device)
+    return {k: v for k, v in load_results(chapter, root).items() if k != mine}
+
+
+def recorded_limits(device, root=None):
+    """Chapter 0's measured limits for this device, or None when not recorded."""
+    entry = load_results("00_device", root).get(device_slug(device))
+    return None if entry is None else entry["data"]["limits"]
