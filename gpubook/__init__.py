@@ -11,7 +11,7 @@ from .limits import copy_gbs
 from .plot import plot_sweep
 from .records import device_slug, load_results, other_devices, record, recorded_limits
 from .scale import scale
-from .show import markdown_table
+from .show import glue, markdown_table
 from .timing import Timing, event_seconds, stats, sweep, table, time_events
 
 __all__ = [
@@ -19,6 +19,6 @@ __all__ = [
     "list_devices", "make_queue", "require_fp64",
     "KernelBuildError", "build", "kernel", "show_kernel", "copy_gbs", "plot_sweep",
     "device_slug", "load_results", "other_devices", "record", "recorded_limits",
-    "scale", "markdown_table",
+    "scale", "glue", "markdown_table",
     "Timing", "event_seconds", "stats", "sweep", "table", "time_events",
 ]

@@ -11,3 +11,23 @@ def markdown_table(rows, header=True):
     lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
     lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
     return Markdown("\n".join(lines))
+
+
+GLUE_MIME = "application/papermill.record/text/plain"
+
+
+def glue(**values):
+    """Store numbers for the page's prose without showing them.
+
+    The book's Markdown cites them as {glue:text}`name:.0f`: myst-nb reads the
+    hidden output this writes, so prose numbers always come from the same run as
+    the plots. (The same output format as myst_nb.glue, without importing it.)
+    """
+    import numbers
+
+    from IPython.display import display
+
+    for name, value in values.items():
+        text = repr(float(value)) if isinstance(value, numbers.Real) else str(value)
+        display({GLUE_MIME: text}, raw=True,
+                metadata={"scrapbook": {"name": name, "mime_prefix": "application/papermill.record/"}})
