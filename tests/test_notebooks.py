@@ -1,0 +1,47 @@
+"""Static checks of the stored notebooks: tags, and outputs fit for the site."""
+import pathlib
+
+import nbformat
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+TIMED = ("time_events", "gb.sweep(", "plot_sweep(", "perf_counter")
+
+
+def code_cells(path):
+    return [c for c in nbformat.read(str(path), as_version=4).cells if c.cell_type == "code"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_tags_mark_what_nbval_compares(path):
+    for cell in code_cells(path):
+        tags = set(cell.metadata.get("tags", []))
+        assert "NBVAL" not in cell.source.upper().replace("NBVAL-", ""), "use tags, not comment markers"
+        if "assert " in cell.source:
+            assert "nbval-check-output" in tags, f"correctness cell not checked:\n{cell.source[:200]}"
+        if any(t in cell.source for t in TIMED):
+            assert "nbval-ignore-output" in tags, f"timing cell compared by nbval:\n{cell.source[:200]}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_stored_outputs_are_clean(path):
+    cells = code_cells(path)
+    assert any(c.outputs for c in cells), "no stored outputs: run `make reference` on the GPU"
+    for cell in cells:
+        for out in cell.outputs:
+            assert out.output_type != "error", cell.source[:200]
+            assert out.get("name") != "stderr", f"stderr output in:\n{cell.source[:200]}"
+            text = out.get("text", "") + str(out.get("data", {}).get("text/plain", ""))
+            for noise in ("Traceback (most recent call last)", "CompilerWarning",
+                          "RepeatedKernelRetrieval", "warning generated"):
+                assert noise not in text, f"{noise!r} in an output of:\n{cell.source[:200]}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_kernels_shown_exist(path):
+    import re
+
+    for cell in code_cells(path):
+        for rel in re.findall(r'"([\w/]+\.cl)"', cell.source):
+            assert (ROOT / "kernels" / rel).exists(), rel

@@ -1,0 +1,68 @@
+"""Result records round-trip; reference digests; plots render without warnings."""
+import io
+import json
+import warnings
+from types import SimpleNamespace
+
+import matplotlib.pyplot as plt
+import pytest
+
+import gpubook as gb
+from gpubook import reference
+
+DEV = SimpleNamespace(name="Test GPU 9000 ", vendor="V", driver_version="1.0",
+                      platform=SimpleNamespace(name="P"))
+
+
+def test_slug():
+    assert gb.device_slug(DEV) == "test-gpu-9000"
+    assert gb.device_slug("cpu-skylake-avx512-Intel(R) Xeon(R)") == "cpu-skylake-avx512-intel-r-xeon-r"
+
+
+def test_record_only_when_asked(tmp_path, monkeypatch):
+    monkeypatch.delenv("GPUBOOK_RECORD", raising=False)
+    assert gb.record("ch", DEV, "full", {"x": 1}, root=tmp_path) is None
+    monkeypatch.setenv("GPUBOOK_RECORD", "1")
+    path = gb.record("ch", DEV, "full", {"limits": {"copy_gbs": 1.5}}, root=tmp_path)
+    entry = json.loads(path.read_text())
+    assert entry["device"] == "Test GPU 9000" and entry["scale"] == "full"
+    assert gb.load_results("ch", root=tmp_path)["test-gpu-9000"]["data"] == {"limits": {"copy_gbs": 1.5}}
+    other = SimpleNamespace(**{**vars(DEV), "name": "Other CPU"})
+    assert list(gb.other_devices("ch", other, root=tmp_path)) == ["test-gpu-9000"]
+    assert gb.other_devices("ch", DEV, root=tmp_path) == {}
+
+
+def test_digests_name_what_changed(tmp_path, monkeypatch):
+    nbformat = pytest.importorskip("nbformat")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+    path = tmp_path / "01_x.ipynb"
+    nbformat.write(nb, str(path))
+    kdir = tmp_path / "kernels"
+    (kdir / "c").mkdir(parents=True)
+    (kdir / "c" / "a.cl").write_text("// one\n")
+    monkeypatch.setattr(reference, "KERNELS", kdir)
+    folder = tmp_path / "digests"
+    assert reference.stale_reasons(path, folder) == ["never run by `make reference`"]
+    reference.save_digest(path, ["c/a.cl"], "dev", folder)
+    assert reference.stale_reasons(path, folder) == []
+    (kdir / "c" / "a.cl").write_text("// two\n")
+    nb.cells[0].source = "x = 2"
+    nbformat.write(nb, str(path))
+    assert reference.stale_reasons(path, folder) == ["code cells changed", "kernels/c/a.cl changed"]
+
+
+def test_plot_renders_without_warnings():
+    recs = gb.sweep("n", [2, 4, 8], ["a"], lambda v, x: gb.stats([x, x * 1.1]),
+                    amount=lambda v, x: x * x)
+    ref = gb.sweep("n", [2, 4], ["a"], lambda v, x: gb.stats([x]), amount=lambda v, x: x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ax = gb.plot_sweep(recs, "n", "n (items)", "rate (items/s)", "Title", "Dev",
+                           references={"Other": ref}, limits=[(10.0, "limit")])
+        buf = io.BytesIO()
+        ax.figure.savefig(buf, format="png")
+    assert buf.getvalue()[:4] == b"\x89PNG"
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["a", "a (Other)"]
+    assert ax.get_xlabel() == "n (items)" and "Dev" in ax.get_title()
+    plt.close(ax.figure)

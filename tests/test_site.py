@@ -1,0 +1,83 @@
+"""Checks of the built site (after `make book`): pages, images, clean outputs,
+and chapter 0 rendered in headless Chromium with its images loaded."""
+import hashlib
+import pathlib
+import re
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+HTML = ROOT / "_build" / "html"
+pytestmark = pytest.mark.skipif(not (HTML / "index.html").exists(),
+                                reason="site not built: run `make book` first")
+
+
+def toc_files():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc.get("parts", []):
+        files += [c["file"] for c in part.get("chapters", [])]
+    return files
+
+
+def test_every_toc_page_was_built():
+    for f in toc_files():
+        assert (HTML / f"{f}.html").exists(), f
+
+
+@pytest.mark.parametrize("page", toc_files())
+def test_page_images_exist_and_outputs_are_clean(page):
+    path = HTML / f"{page}.html"
+    html = path.read_text()
+    digests = []
+    for src in re.findall(r'<img[^>]+src="([^"]+)"', html):
+        if src.startswith(("http:", "https:", "data:")):
+            continue
+        img = (path.parent / src).resolve()
+        assert img.exists(), f"{page}: missing image {src}"
+        digests.append(hashlib.sha256(img.read_bytes()).hexdigest())
+    figures = [d for d in digests if d]
+    assert len(figures) == len(set(figures)), f"{page}: a figure appears twice"
+    assert "Traceback (most recent call last)" not in html
+    assert "output stderr" not in html, f"{page}: shows a stderr output"
+    assert "CompilerWarning" not in html
+
+
+def find_chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+@pytest.mark.skipif(find_chromium() is None, reason="no Chromium installed (.ci/run installs Debian's chromium)")
+def test_chapter0_renders_with_images_loaded(tmp_path):
+    page = HTML / "notebooks" / "00_device.html"
+    probe = page.with_name("_render_probe.html")
+    script = """<script>window.addEventListener('load', () => {
+      const imgs = [...document.images].filter(i => i.closest('.cell_output'));
+      const bad = imgs.filter(i => !(i.complete && i.naturalWidth > 0)).length;
+      document.body.setAttribute('data-images', imgs.length + ':' + bad);
+    });</script></body>"""
+    probe.write_text(page.read_text().replace("</body>", script, 1))
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--no-first-run",
+             f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000"]
+    try:
+        dom = subprocess.run([find_chromium(), *flags, "--dump-dom", probe.as_uri()],
+                             capture_output=True, text=True, timeout=120).stdout
+        shot = ROOT / "_build" / "screenshots"
+        shot.mkdir(parents=True, exist_ok=True)
+        subprocess.run([find_chromium(), *flags, "--window-size=1200,3000",
+                        f"--screenshot={shot / '00_device.png'}", page.as_uri()],
+                       capture_output=True, timeout=120)
+    finally:
+        probe.unlink()
+    found = re.search(r'data-images="(\d+):(\d+)"', dom)
+    assert found, "the page's load handler did not run"
+    total, broken = map(int, found.groups())
+    assert total >= 3, f"expected chapter 0's plots, found {total} output images"
+    assert broken == 0, f"{broken} of {total} images failed to load"
