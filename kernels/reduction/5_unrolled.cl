@@ -29,8 +29,10 @@ void reduce(__global const float *in, __global float *partial, const uint n)
     }
     for (; i < n4; i += stride)
         acc += in4[i];
-    const uint rest = 4 * n4 + gid;
-    sums[lid] = (acc.x + acc.y) + (acc.z + acc.w) + (rest < n ? in[rest] : 0.0f);
+    float x = (acc.x + acc.y) + (acc.z + acc.w);
+    for (uint j = 4 * n4 + gid; j < n; j += stride)
+        x += in[j];
+    sums[lid] = x;
     barrier(CLK_LOCAL_MEM_FENCE);
 
 #pragma unroll

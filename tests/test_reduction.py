@@ -1,0 +1,95 @@
+"""gpubook.reduction: every step of chapter 3's device-wide sum, on the local device.
+
+Float32 sums are compared with NumPy's float64 sum of the same float32 data.
+The data are positive, so the relative error of any summation order is at most
+h * 2**-24 for a longest chain of h additions; rounding errors of random sign
+make it far smaller in practice. 1e-5 covers every plan used here.
+"""
+import numpy as np
+import pyopencl as cl
+import pytest
+
+import gpubook as gb
+from gpubook.reduction import STEPS, DeviceSum, default_work_group
+
+RTOL = 1e-5
+
+
+@pytest.fixture(scope="module")
+def ctx_queue():
+    return gb.make_queue()
+
+
+def to_device(ctx, x):
+    return cl.Buffer(ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=x)
+
+
+@pytest.mark.parametrize("step", STEPS)
+@pytest.mark.parametrize("n", [1, 3, 64, 255, 256, 257, 4096, 4099, 100_003, 2**20])
+def test_every_step_sums_correctly(ctx_queue, step, n):
+    ctx, queue = ctx_queue
+    x = np.random.default_rng(n).random(n, dtype=np.float32)
+    total = DeviceSum(ctx, queue, step, work_group=64).sum(to_device(ctx, x), n)
+    ref = x.sum(dtype=np.float64)
+    assert abs(total - ref) <= RTOL * ref
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_sums_a_prefix_of_a_larger_buffer(ctx_queue, step):
+    # Values past n must be ignored (bounds checks, not padding in the buffer).
+    ctx, queue = ctx_queue
+    x = np.ones(10_000, np.float32)
+    x[7_777:] = 1e6
+    assert DeviceSum(ctx, queue, step, work_group=32).sum(to_device(ctx, x), 7_777) == 7_777
+
+
+@pytest.mark.parametrize("step", ["3_first_add", "5_unrolled"])
+@pytest.mark.parametrize("wg", [1, 2, 16, 256])
+def test_work_group_sizes(ctx_queue, step, wg):
+    ctx, queue = ctx_queue
+    n = 12_345
+    x = np.random.default_rng(wg).random(n, dtype=np.float32)
+    total = DeviceSum(ctx, queue, step, work_group=wg, groups_per_cu=3, unroll=3).sum(to_device(ctx, x), n)
+    assert abs(total - x.sum(dtype=np.float64)) <= RTOL * x.sum(dtype=np.float64)
+
+
+def test_repeated_sums_reuse_buffers(ctx_queue):
+    ctx, queue = ctx_queue
+    red = DeviceSum(ctx, queue, "4_multi")
+    a, b = np.full(5_000, 2, np.float32), np.full(5_000, 3, np.float32)
+    assert red.sum(to_device(ctx, a), 5_000) == 10_000
+    assert red.sum(to_device(ctx, b), 5_000) == 15_000
+    assert len(red._scratch) == 1
+
+
+class FakeDevice:
+    max_work_group_size = 1024
+
+
+def test_plans():
+    red = DeviceSum.__new__(DeviceSum)  # only the arithmetic of the plan, no device
+    red.work_group, red.max_groups = 256, 10 * 8
+    red.step = "1_interleaved"
+    assert red.plan(2**20) == [(2**20, 4096), (4096, 16), (16, 1)]
+    red.step = "3_first_add"
+    assert red.plan(2**20 + 1) == [(2**20 + 1, 2049), (2049, 5), (5, 1)]
+    red.step = "5_unrolled"
+    assert red.plan(2**28) == [(2**28, 80), (80, 1)]
+    assert red.plan(1) == [(1, 1)]
+    assert default_work_group(FakeDevice) == 256
+    FakeDevice.max_work_group_size = 100
+    assert default_work_group(FakeDevice) == 64
+
+
+def test_bad_shapes_raise_clear_errors(ctx_queue):
+    ctx, queue = ctx_queue
+    with pytest.raises(ValueError, match="not a power of two"):
+        DeviceSum(ctx, queue, "2_sequential", work_group=96)
+    too_big = 1 << queue.device.max_work_group_size.bit_length()  # a power of two above the maximum
+    with pytest.raises(ValueError, match="exceeds"):
+        DeviceSum(ctx, queue, "2_sequential", work_group=too_big)
+    with pytest.raises(ValueError, match="unknown step"):
+        DeviceSum(ctx, queue, "6_magic")
+    red = DeviceSum(ctx, queue, "2_sequential")
+    with pytest.raises(ValueError, match="1 to 2"):
+        red.plan(0)
