@@ -25,7 +25,9 @@ def execute(path, env_extra):
     old = {k: os.environ.get(k) for k in env_extra}
     os.environ.update(env_extra)
     try:
+        # The kernel's own log (a note about its local TCP transport) is not news.
         NotebookClient(nb, timeout=1800, kernel_name="python3",
+                       extra_arguments=["--IPKernelApp.log_level=ERROR"],
                        resources={"metadata": {"path": str(path.parent)}}).execute()
     finally:
         for k, v in old.items():
