@@ -50,3 +50,255 @@ def log_likelihood(X, labels, w):
     y = np.asarray(labels, np.float64)
     # log sigmoid(z) = -log(1 + exp(-z)), written stably with logaddexp
     return float(np.sum(-y * np.logaddexp(0.0, -z) - (1.0 - y) * np.logaddexp(0.0, z)))
+
+
+# ---------------------------------------------------------------------------
+# What chapters 1-4 share: the benchmark, the seed's figures, launching and
+# checking single-work-group training kernels, the NumPy baseline, plots.
+
+import time
+from dataclasses import dataclass, field
+
+import pyopencl as cl
+
+from .device import check_work_group
+from .kernels import kernel as _kernel
+from .records import other_devices
+from .timing import stats, time_events
+
+#: Iterations per second that the seed measured on its laptop GPU, for J=2048
+#: examples, K=8 features and 50,000 iterations in one launch.
+SEED_DEVICE = "AMD Radeon R7 M360"
+SEED_FIGURES = {
+    "naive": 50_000 / 100,        # "more than 100 s": at most 500 it/s
+    "merged loops": 1151,         # 43.43 s
+    "float4 + tree, 256 work-items": 70_000,
+}
+
+#: Relative tolerance of a float32 kernel's weights against the float64
+#: reference of the same iterations: max |w - w_ref| / max |w_ref|.
+TOLERANCE = 1e-4
+
+SIZES = {
+    "full": {"J": 2048, "K": 8, "iterations": 50_000},
+    "small": {"J": 2048, "K": 8, "iterations": 500},
+}
+
+
+def learning_rate(J):
+    """The step size: 1/J keeps rate * (largest curvature) well below 2 for the
+    two_classes data, so gradient ascent converges without oscillating."""
+    return 1.0 / J
+
+
+@dataclass
+class Problem:
+    """One training set and the number of iterations every kernel runs."""
+    J: int
+    K: int
+    iterations: int
+    X: np.ndarray
+    labels: np.ndarray
+    rate: float
+    _refs: dict = field(default_factory=dict, repr=False)
+
+    def reference(self, iterations=None):
+        """float64 weights after `iterations` (default: all) steps from w = 0."""
+        n = self.iterations if iterations is None else iterations
+        if n not in self._refs:
+            self._refs[n] = train(self.X, self.labels, self.rate, n)
+        return self._refs[n]
+
+
+def problem(scale, J=None, K=None, iterations=None, seed=0):
+    """The benchmark at this scale (`full`: the seed's J=2048, K=8, 50,000
+    iterations; `small`: the same data, fewer iterations); arguments override."""
+    size = dict(SIZES[scale])
+    for name, value in (("J", J), ("K", K), ("iterations", iterations)):
+        if value is not None:
+            size[name] = value
+    if size["iterations"] < 1:
+        raise ValueError(f"iterations must be at least 1, got {size['iterations']}")
+    X, labels = two_classes(size["J"], size["K"], seed=seed)
+    return Problem(size["J"], size["K"], size["iterations"], X, labels, learning_rate(size["J"]))
+
+
+def build(ctx, device, step, J, K, work_items=1, **defines):
+    """The `train` kernel of kernels/logreg/<step>.cl for J examples, K features
+    and one work-group of `work_items`, after checking that the shape fits.
+
+    Every logreg kernel takes (X, labels, w, rate, iterations) and runs the
+    whole training loop in one launch of one work-group.
+    """
+    if J % work_items:
+        raise ValueError(f"{work_items} work-items do not divide J={J} examples")
+    if work_items > 1 and work_items & (work_items - 1) and step != "work_items":
+        raise ValueError(f"{step} needs a power-of-two number of work-items, got {work_items}")
+    if step in ("float4", "fast") and K % 4:
+        raise ValueError(f"{step} reads float4 vectors: K={K} must be a multiple of 4")
+    local_bytes = {"work_items": 4 * K * work_items, "tree": 4 * K * work_items,
+                   "float4": 4 * K * work_items}.get(step, 0)
+    if step == "fast":
+        if defines.get("SHUFFLE") and (work_items % 32 or K != 8):
+            raise ValueError("fast.cl with SHUFFLE=1 needs K=8 and a multiple of 32 work-items")
+        if not 0 <= defines.get("IN_REGS", 0) <= J // work_items:
+            raise ValueError(f"IN_REGS must lie in 0..J/N = {J // work_items}")
+        radix = defines.get("RADIX", 8)
+        local_bytes = (8 * K * (work_items // 32) if defines.get("SHUFFLE")
+                       else 8 * (K * work_items + K * work_items // radix))
+    check_work_group(device, work_items, local_bytes)
+    path, defines = f"logreg/{step}.cl", {"J": J, "K": K, "N": work_items, **defines}
+    # The launch itself checks the group size against the compiled kernel; NVIDIA's
+    # driver answers 256 to CL_KERNEL_WORK_GROUP_SIZE for every kernel, even
+    # ones it then runs with 1024 work-items, so that query is not used here.
+    return _kernel(ctx, path, "train", defines)
+
+
+def has_warp_shuffle(device):
+    """True on NVIDIA GPUs, whose OpenCL compiler accepts the inline PTX
+    `shfl.sync` that fast.cl uses when built with SHUFFLE=1 (warps of 32)."""
+    warp = getattr(device, "warp_size_nv", None) if "cl_nv_device_attribute_query" in device.extensions else None
+    return bool(device.type & cl.device_type.GPU) and "NVIDIA" in device.vendor.upper() and warp == 32
+
+
+def fast_defines(device, J, work_items, shuffle=None, radix=16):
+    """Build options for fast.cl: the reduction (warp shuffle where the device
+    has it, else local-memory rounds of `radix`) and how many examples each
+    work-item keeps in registers: at most 16, and at most 2048 / N above 256
+    work-items, where the group's share of the register file gets small."""
+    shuffle = has_warp_shuffle(device) if shuffle is None else shuffle
+    cap = 16 if work_items <= 256 else max(1, 2048 // work_items)
+    return {"SHUFFLE": int(bool(shuffle)), "RADIX": radix, "IN_REGS": min(J // work_items, cap)}
+
+
+class Trainer:
+    """A training set on the device and launches of single-work-group kernels."""
+
+    def __init__(self, ctx, queue, prob):
+        mf = cl.mem_flags
+        self.queue, self.prob = queue, prob
+        self.X = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=prob.X)
+        self.labels = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=prob.labels)
+        self.w = cl.Buffer(ctx, mf.READ_WRITE, 4 * prob.K)
+        self.zeros = np.zeros(prob.K, np.float32)
+
+    def launch(self, knl, work_items, iterations=None, w0=None):
+        """Set w (default 0), then train `iterations` (default: the problem's)
+        in one launch; returns the kernel's event."""
+        n = self.prob.iterations if iterations is None else iterations
+        start = self.zeros if w0 is None else np.asarray(w0, np.float32)
+        cl.enqueue_copy(self.queue, self.w, start)
+        return knl(self.queue, (work_items,), (work_items,), self.X, self.labels, self.w,
+                   np.float32(self.prob.rate), np.int32(n))
+
+    def weights(self):
+        out = np.empty(self.prob.K, np.float32)
+        cl.enqueue_copy(self.queue, out, self.w)
+        return out
+
+    def train(self, knl, work_items, iterations=None, w0=None):
+        """Weights after training (and the kernel's event)."""
+        event = self.launch(knl, work_items, iterations, w0)
+        event.wait()
+        return self.weights(), event
+
+    def time(self, knl, work_items, repeats=3, iterations=None):
+        """Timing of full training runs after a one-iteration warm-up, and the
+        weights the last run trained (each run starts again from w = 0)."""
+        self.train(knl, work_items, iterations=1)
+        timing = time_events(lambda: self.launch(knl, work_items, iterations), repeats, warmup=0)
+        return timing, self.weights()
+
+
+def check(w, w_ref, tol=TOLERANCE):
+    """Relative max-norm error of float32 weights; AssertionError beyond tol."""
+    err = float(np.max(np.abs(np.asarray(w, np.float64) - w_ref)) / np.max(np.abs(w_ref)))
+    assert err < tol, f"weights differ from the float64 reference by {err:.2e} (tolerance {tol:.0e})"
+    return err
+
+
+def numpy_timing(prob, iterations=None, repeats=3):
+    """Wall-clock seconds of the same training in vectorised float32 NumPy on the host."""
+    n = prob.iterations if iterations is None else iterations
+    X, y, rate = prob.X, prob.labels, np.float32(prob.rate)
+    times = []
+    for _ in range(repeats):
+        w = np.zeros(prob.K, np.float32)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            w += rate * (X.T @ (y - np.float32(1) / (np.float32(1) + np.exp(-(X @ w)))))
+        times.append(time.perf_counter() - t0)
+    check(w, prob.reference(n))
+    return stats(times)
+
+
+def sweep_work_items(trainer, device, steps, work_items, repeats=3, iterations=None):
+    """Train with every step's kernel at every work-group size; each run's
+    weights are checked against the float64 reference. Returns sweep records
+    (variant = step label, x = work_items, rate in iterations/s)."""
+    prob = trainer.prob
+    n = prob.iterations if iterations is None else iterations
+    w_ref = prob.reference(n)
+    records = []
+    for label, (step, defines) in steps.items():
+        for N in work_items:
+            knl = build(trainer.queue.context, device, step, prob.J, prob.K, N, **defines)
+            timing, w = trainer.time(knl, N, repeats, n)
+            check(w, w_ref)
+            rec = {"variant": label, "work_items": N, "median_s": timing.median,
+                   "q20_s": timing.q20, "q80_s": timing.q80}
+            rec["rate"], rec["rate_lo"], rec["rate_hi"] = timing.rate(n)
+            records.append(rec)
+    return records
+
+
+def work_item_counts(device, J, most=None):
+    """Powers of two from 1 up to the device's work-group limit (and J, and `most`)."""
+    top = min(device.max_work_group_size, J, most or J)
+    return [2**i for i in range(top.bit_length()) if 2**i <= top]
+
+
+def best(records, variant):
+    """The record with the highest rate among a variant's records."""
+    return max((r for r in records if r["variant"] == variant), key=lambda r: r["rate"])
+
+
+def reference_sweeps(chapter, device, key="sweep", variants=None):
+    """Recorded sweeps of this chapter on the book's other reference devices,
+    as {device name: records} for plot_sweep's `references`."""
+    found = {}
+    for entry in other_devices(chapter, device).values():
+        recs = entry["data"].get(key, [])
+        found[entry["device"]] = [r for r in recs if variants is None or r["variant"] in variants]
+    return found
+
+
+def step_rows(steps, numpy_rate):
+    """Rows of the chapter's summary table. steps: list of (label, it/s)."""
+    rows = [["kernel", "iterations/s", "vs previous row", "vs NumPy on the host"]]
+    previous = None
+    for label, rate in steps:
+        rows.append([label, f"{rate:,.0f}",
+                     "" if previous is None else f"{rate / previous:.2f}x",
+                     f"{rate / numpy_rate:.2f}x"])
+        previous = rate
+    rows.append(["NumPy, float32, host CPU", f"{numpy_rate:,.0f}", "", "1.00x"])
+    return rows
+
+
+def plot_data(X, labels, w, ax):
+    """The two classes seen in a 2-D slice through feature space: the learned
+    direction w (across the decision boundary w·x = 0) against the direction of
+    largest spread orthogonal to it."""
+    u = np.asarray(w, np.float64) / np.linalg.norm(w)
+    Xd = np.asarray(X, np.float64)
+    rest = Xd - np.outer(Xd @ u, u)
+    v = np.linalg.svd(rest - rest.mean(axis=0), full_matrices=False)[2][0]
+    for cls, color in ((0, "tab:red"), (1, "tab:blue")):
+        sel = labels == cls
+        ax.scatter(Xd[sel] @ u, Xd[sel] @ v, s=4, alpha=0.5, color=color, label=f"label {cls}")
+    ax.axvline(0.0, color="black", linewidth=1.2, label="decision boundary (w·x = 0)")
+    ax.set_xlabel("x · w / |w|  (along the learned weights)")
+    ax.set_ylabel("x · v  (widest orthogonal direction)")
+    ax.legend(fontsize=8, markerscale=3)
+    return ax

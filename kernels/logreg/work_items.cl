@@ -1,0 +1,39 @@
+// Step 2, work-items: one work-group of N work-items. Work-item i takes the
+// i-th slice of J/N consecutive examples, adds up its part of the gradient
+// and leaves it in local memory; after a barrier, work-item 0 adds the N
+// parts one after another and updates w in global memory; a second barrier
+// makes the new w visible to every work-item before the next iteration.
+// Build options: J examples, K features, N work-items (N divides J).
+__kernel void train(__global const float *X, __global const float *labels,
+                    __global float *w, const float rate, const int iterations)
+{
+    __local float partial[N * K];
+    const int id = get_local_id(0);
+    const int first = id * (J / N);
+    for (int it = 0; it < iterations; ++it) {
+        float gradient[K];
+        for (int k = 0; k < K; ++k)
+            gradient[k] = 0.0f;
+        for (int j = first; j < first + J / N; ++j) {
+            float z = 0.0f;
+            for (int k = 0; k < K; ++k)
+                z += X[j * K + k] * w[k];
+            const float score = labels[j] - 1.0f / (1.0f + exp(-z));
+            for (int k = 0; k < K; ++k)
+                gradient[k] += X[j * K + k] * score;
+        }
+        for (int k = 0; k < K; ++k)
+            partial[id * K + k] = gradient[k];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (id == 0) {
+            // the serial sum: N * K additions, one work-item, the others wait
+            for (int k = 0; k < K; ++k) {
+                float sum = partial[k];
+                for (int i = 1; i < N; ++i)
+                    sum += partial[i * K + k];
+                w[k] += rate * sum;
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    }
+}
