@@ -1,0 +1,19 @@
+// Step 3: scores from the transposed XT (KP rows of `stride` examples).
+// One work-item per four adjacent examples (float4): for each feature k,
+// adjacent work-items read adjacent 16-byte words of row k, so a wavefront
+// reads one contiguous block of memory per load.
+float4 sigmoid4(float4 z) { return 1.0f / (1.0f + exp(-z)); }
+
+__kernel void scores_cols(__global const float4 *restrict xt,
+                          __global const float4 *restrict y,
+                          __global const float *restrict theta,
+                          __global float4 *restrict o,
+                          const int n4, const int stride4)
+{
+    const int j = get_global_id(0);
+    if (j >= n4) return;
+    float4 s = (float4)(0.0f);
+    for (int k = 0; k < KP; ++k)
+        s += xt[(size_t)k * stride4 + j] * theta[k];
+    o[j] = sigmoid4(s) - y[j];
+}
