@@ -59,6 +59,7 @@ def log_likelihood(X, labels, w):
 import time
 from dataclasses import dataclass, field
 
+import matplotlib.pyplot as plt
 import pyopencl as cl
 
 from .device import check_work_group
@@ -123,13 +124,8 @@ def problem(scale, J=None, K=None, iterations=None, seed=0):
     return Problem(size["J"], size["K"], size["iterations"], X, labels, learning_rate(size["J"]))
 
 
-def build(ctx, device, step, J, K, work_items=1, **defines):
-    """The `train` kernel of kernels/logreg/<step>.cl for J examples, K features
-    and one work-group of `work_items`, after checking that the shape fits.
-
-    Every logreg kernel takes (X, labels, w, rate, iterations) and runs the
-    whole training loop in one launch of one work-group.
-    """
+def check_shape(device, step, J, K, work_items, defines):
+    """Raise ValueError when kernels/logreg/<step>.cl cannot run this shape here."""
     if J % work_items:
         raise ValueError(f"{work_items} work-items do not divide J={J} examples")
     if work_items > 1 and work_items & (work_items - 1) and step != "work_items":
@@ -143,15 +139,33 @@ def build(ctx, device, step, J, K, work_items=1, **defines):
             raise ValueError("fast.cl with SHUFFLE=1 needs K=8 and a multiple of 32 work-items")
         if not 0 <= defines.get("IN_REGS", 0) <= J // work_items:
             raise ValueError(f"IN_REGS must lie in 0..J/N = {J // work_items}")
-        radix = defines.get("RADIX", 8)
+        radix = defines.get("RADIX", 16)
         local_bytes = (8 * K * (work_items // 32) if defines.get("SHUFFLE")
                        else 8 * (K * work_items + K * work_items // radix))
     check_work_group(device, work_items, local_bytes)
-    path, defines = f"logreg/{step}.cl", {"J": J, "K": K, "N": work_items, **defines}
+
+
+def fits(device, step, J, K, work_items, **defines):
+    """True when check_shape accepts this shape."""
+    try:
+        check_shape(device, step, J, K, work_items, defines)
+    except ValueError:
+        return False
+    return True
+
+
+def build(ctx, device, step, J, K, work_items=1, **defines):
+    """The `train` kernel of kernels/logreg/<step>.cl for J examples, K features
+    and one work-group of `work_items`, after checking that the shape fits.
+
+    Every logreg kernel takes (X, labels, w, rate, iterations) and runs the
+    whole training loop in one launch of one work-group.
+    """
+    check_shape(device, step, J, K, work_items, defines)
     # The launch itself checks the group size against the compiled kernel; NVIDIA's
     # driver answers 256 to CL_KERNEL_WORK_GROUP_SIZE for every kernel, even
     # ones it then runs with 1024 work-items, so that query is not used here.
-    return _kernel(ctx, path, "train", defines)
+    return _kernel(ctx, f"logreg/{step}.cl", "train", {"J": J, "K": K, "N": work_items, **defines})
 
 
 def has_warp_shuffle(device):
@@ -234,15 +248,17 @@ def numpy_timing(prob, iterations=None, repeats=3):
 
 def sweep_work_items(trainer, device, steps, work_items, repeats=3, iterations=None):
     """Train with every step's kernel at every work-group size; each run's
-    weights are checked against the float64 reference. Returns sweep records
-    (variant = step label, x = work_items, rate in iterations/s)."""
+    weights are checked against the float64 reference. steps: {label: (step,
+    defines)}, defines a dict or a function of the work-group size. Returns
+    sweep records (variant = label, x = work_items, rate in iterations/s)."""
     prob = trainer.prob
     n = prob.iterations if iterations is None else iterations
     w_ref = prob.reference(n)
     records = []
     for label, (step, defines) in steps.items():
         for N in work_items:
-            knl = build(trainer.queue.context, device, step, prob.J, prob.K, N, **defines)
+            d = defines(N) if callable(defines) else defines
+            knl = build(trainer.queue.context, device, step, prob.J, prob.K, N, **d)
             timing, w = trainer.time(knl, N, repeats, n)
             check(w, w_ref)
             rec = {"variant": label, "work_items": N, "median_s": timing.median,
@@ -302,3 +318,86 @@ def plot_data(X, labels, w, ax):
     ax.set_ylabel("x · v  (widest orthogonal direction)")
     ax.legend(fontsize=8, markerscale=3)
     return ax
+
+
+def as_record(variant, timing, n_iterations, **extra):
+    """A tidy record of one timed kernel (rates in iterations/s)."""
+    rec = {"variant": variant, **extra, "median_s": timing.median, "q20_s": timing.q20,
+           "q80_s": timing.q80}
+    rec["rate"], rec["rate_lo"], rec["rate_hi"] = timing.rate(n_iterations)
+    return rec
+
+
+def seed_lines(*names):
+    """The seed's figures as (rate, label) lines for plot_sweep's `limits`."""
+    return [(SEED_FIGURES[n], f"seed, {SEED_DEVICE}: {n}") for n in names]
+
+
+def likelihood_curve(trainer, knl, work_items, checkpoints):
+    """Log-likelihood of the kernel's weights after each checkpoint's number of
+    iterations: one training run, stopped and resumed at every checkpoint."""
+    w = np.zeros(trainer.prob.K, np.float32)
+    done, curve = 0, []
+    for n in checkpoints:
+        if n > done:
+            w, _ = trainer.train(knl, work_items, iterations=n - done, w0=w)
+            done = n
+        curve.append((n, log_likelihood(trainer.prob.X, trainer.prob.labels, w)))
+    return curve, w
+
+
+def plot_bars(bars, xlabel, title, device_name, limits=(), ax=None):
+    """Horizontal bars on a log scale. bars: (label, value, kind) with kind one
+    of 'this device', 'reference device', 'seed'; limits: (value, label) lines."""
+    colors = {"this device": "tab:blue", "reference device": "tab:gray", "seed": "tab:orange"}
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.5, 0.45 * len(bars) + 1.6))
+    ys = np.arange(len(bars))[::-1]
+    for y, (label, value, kind) in zip(ys, bars):
+        ax.barh(y, value, color=colors[kind], hatch="//" if kind == "reference device" else None,
+                edgecolor="white")
+        ax.annotate(f"{value:,.0f}", xy=(value, y), xytext=(3, 0), textcoords="offset points",
+                    va="center", fontsize=8)
+    for value, label in limits:
+        ax.axvline(value, color="black", linestyle=":", linewidth=1)
+        ax.annotate(label, xy=(value, 1.0), xycoords=("data", "axes fraction"), xytext=(3, 3),
+                    textcoords="offset points", fontsize=8)
+    ax.set_yticks(ys, [b[0] for b in bars], fontsize=8)
+    ax.set_xscale("log")
+    values = [b[1] for b in bars] + [v for v, _ in limits]
+    ax.set_xlim(min(values) / 2, max(values) * 4)
+    ax.set_xlabel(xlabel)
+    ax.set_title(f"{title}\n{device_name}", fontsize=11)
+    ax.grid(True, axis="x", which="major", alpha=0.3)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c, hatch="//" if k == "reference device" else None)
+               for k, c in colors.items() if any(b[2] == k for b in bars)]
+    ax.legend(handles, [k for k in colors if any(b[2] == k for b in bars)], fontsize=8,
+              loc="lower right")
+    return ax
+
+
+def sweep_examples(ctx, queue, device, sizes, variants, iterations, repeats=3, with_numpy=True):
+    """Training speed against the number of examples J (K as in SIZES).
+
+    variants: {label: (step, work_items, defines)}, defines a dict or a function
+    of (J, work_items). iterations: a function of J. Every run is checked against
+    the float64 reference. Returns records with x = `examples`; with_numpy adds
+    the NumPy baseline on the host as the variant 'NumPy, host CPU'.
+    """
+    records = []
+    for J in sizes:
+        prob = problem("full", J=J, iterations=iterations(J))
+        trainer = Trainer(ctx, queue, prob)
+        w_ref = prob.reference()
+        for label, (step, N, defines) in variants.items():
+            d = defines(J, N) if callable(defines) else defines
+            knl = build(ctx, device, step, J, prob.K, N, **d)
+            timing, w = trainer.time(knl, N, repeats)
+            check(w, w_ref)
+            records.append(as_record(label, timing, prob.iterations, examples=J,
+                                     iterations=prob.iterations))
+        if with_numpy:
+            timing = numpy_timing(prob, repeats=repeats)
+            records.append(as_record("NumPy, host CPU", timing, prob.iterations, examples=J,
+                                     iterations=prob.iterations))
+    return records

@@ -6,8 +6,9 @@
 // Build options: J examples, K features (a multiple of 4), N work-items (a
 // power of two dividing J).
 #define K4 (K / 4)
-__kernel void train(__global const float4 *X, __global const float *labels,
-                    __global float4 *w, const float rate, const int iterations)
+__kernel __attribute__((reqd_work_group_size(N, 1, 1)))
+void train(__global const float4 *X, __global const float *labels,
+           __global float4 *w, const float rate, const int iterations)
 {
     __local float4 partial[N * K4];
     const int id = get_local_id(0);

@@ -4,8 +4,9 @@
 // until work-item 0 holds the total. One barrier closes each round.
 // Build options: J examples, K features, N work-items (a power of two
 // dividing J).
-__kernel void train(__global const float *X, __global const float *labels,
-                    __global float *w, const float rate, const int iterations)
+__kernel __attribute__((reqd_work_group_size(N, 1, 1)))
+void train(__global const float *X, __global const float *labels,
+           __global float *w, const float rate, const int iterations)
 {
     __local float partial[N * K];
     const int id = get_local_id(0);

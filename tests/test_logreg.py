@@ -1,0 +1,143 @@
+"""gpubook.logreg: data, float64 reference, shape checks and the single-work-group
+kernels of chapters 1-4 on the local device (a few iterations, small groups)."""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import gpubook as gb
+from gpubook import logreg as lr
+
+
+def fake_device(max_wg=1024, local=49152):
+    return SimpleNamespace(max_work_group_size=max_wg, local_mem_size=local, name="fake",
+                           extensions="", vendor="none", type=0)
+
+
+def test_two_classes_shapes_and_labels():
+    X, y = lr.two_classes(100, 8, seed=1)
+    assert X.shape == (100, 8) and X.dtype == np.float32 and X.flags.c_contiguous
+    assert y.dtype == np.float32 and y.sum() == 50 and set(np.unique(y)) == {0.0, 1.0}
+
+
+@pytest.mark.parametrize("J,K", [(1, 8), (8, 0)])
+def test_two_classes_rejects_bad_sizes(J, K):
+    with pytest.raises(ValueError):
+        lr.two_classes(J, K)
+
+
+def test_one_iteration_matches_closed_form():
+    # From w = 0 every sigmoid is 1/2: w1 = rate * X^T (y - 1/2).
+    X, y = lr.two_classes(64, 4)
+    w = lr.train(X, y, 0.01, 1)
+    expected = 0.01 * X.astype(np.float64).T @ (y.astype(np.float64) - 0.5)
+    np.testing.assert_allclose(w, expected, rtol=1e-12)
+
+
+def test_log_likelihood_at_zero_and_after_training():
+    X, y = lr.two_classes(256, 8)
+    assert lr.log_likelihood(X, y, np.zeros(8)) == pytest.approx(256 * np.log(0.5))
+    w = lr.train(X, y, lr.learning_rate(256), 200)
+    assert lr.log_likelihood(X, y, np.zeros(8)) < lr.log_likelihood(X, y, w) < 0
+
+
+def test_problem_sizes_and_overrides():
+    full = lr.problem("full")
+    assert (full.J, full.K, full.iterations) == (2048, 8, 50_000)
+    assert full.rate == pytest.approx(1 / 2048)
+    small = lr.problem("small", J=512, iterations=7)
+    assert (small.J, small.iterations) == (512, 7) and small.X.shape == (512, 8)
+    with pytest.raises(ValueError):
+        lr.problem("small", iterations=0)
+
+
+def test_reference_is_cached_and_matches_train():
+    p = lr.problem("small", J=128, iterations=5)
+    assert p.reference() is p.reference()
+    np.testing.assert_allclose(p.reference(), lr.train(p.X, p.labels, p.rate, 5))
+
+
+def test_check_accepts_rounding_and_rejects_errors():
+    ref = np.array([1.0, -2.0, 0.5])
+    assert lr.check(ref.astype(np.float32), ref) < 1e-7
+    with pytest.raises(AssertionError, match="tolerance"):
+        lr.check(ref * (1 + 1e-3), ref)
+
+
+@pytest.mark.parametrize("step,J,K,N,defines,message", [
+    ("work_items", 2048, 8, 3, {}, "do not divide"),
+    ("tree", 2040, 8, 24, {}, "power-of-two"),
+    ("float4", 2048, 6, 4, {}, "multiple of 4"),
+    ("fast", 2048, 8, 16, {"SHUFFLE": 1}, "multiple of 32"),
+    ("fast", 2048, 8, 64, {"IN_REGS": 64}, "IN_REGS"),
+    ("tree", 4096, 8, 2048, {}, "exceeds"),
+    ("fast", 2048, 8, 1024, {"SHUFFLE": 0, "RADIX": 16}, "local memory"),
+])
+def test_bad_shapes_raise(step, J, K, N, defines, message):
+    with pytest.raises(ValueError, match=message):
+        lr.check_shape(fake_device(), step, J, K, N, defines)
+    assert not lr.fits(fake_device(), step, J, K, N, **defines)
+
+
+def test_fast_defines_keep_examples_in_registers():
+    dev = fake_device()
+    assert lr.fast_defines(dev, 2048, 128) == {"SHUFFLE": 0, "RADIX": 16, "IN_REGS": 16}
+    assert lr.fast_defines(dev, 2048, 1024)["IN_REGS"] == 2
+    assert lr.fast_defines(dev, 2**20, 256)["IN_REGS"] == 16
+    assert lr.fast_defines(dev, 2048, 128, shuffle=True)["SHUFFLE"] == 1
+
+
+def test_work_item_counts():
+    assert lr.work_item_counts(fake_device(max_wg=256), 2048) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    assert lr.work_item_counts(fake_device(), 16) == [1, 2, 4, 8, 16]
+    assert lr.work_item_counts(fake_device(), 2048, most=4) == [1, 2, 4]
+
+
+def test_step_rows_and_seed_lines():
+    rows = lr.step_rows([("a", 10.0), ("b", 40.0)], 20.0)
+    assert rows[2][2] == "4.00x" and rows[2][3] == "2.00x" and rows[-1][0].startswith("NumPy")
+    assert lr.seed_lines("merged loops")[0][0] == 1151
+
+
+@pytest.fixture(scope="module")
+def device_trainer():
+    device = gb.choose_device()
+    ctx, queue = gb.make_queue(device)
+    prob = lr.problem("small", J=256, iterations=20)
+    return device, ctx, lr.Trainer(ctx, queue, prob)
+
+
+@pytest.mark.parametrize("step,N,defines", [
+    ("naive", 1, {}), ("reordered", 1, {}), ("merged", 1, {}),
+    ("work_items", 8, {}), ("tree", 16, {}), ("float4", 4, {}), ("float4", 2, {}),
+    ("fast", 32, {"SHUFFLE": 0, "RADIX": 4, "IN_REGS": 8}),
+    ("fast", 64, {"SHUFFLE": 0, "RADIX": 16, "IN_REGS": 1}),
+])
+def test_kernels_train_like_the_reference(device_trainer, step, N, defines):
+    device, ctx, trainer = device_trainer
+    prob = trainer.prob
+    knl = lr.build(ctx, device, step, prob.J, prob.K, N, **defines)
+    w, _ = trainer.train(knl, N)
+    lr.check(w, prob.reference())
+    # resuming from the weights after 5 iterations gives the same 20-iteration result
+    w5, _ = trainer.train(knl, N, iterations=5)
+    w20, _ = trainer.train(knl, N, iterations=15, w0=w5)
+    lr.check(w20, prob.reference())
+
+
+def test_timing_and_numpy_baseline(device_trainer):
+    device, ctx, trainer = device_trainer
+    knl = lr.build(ctx, device, "merged", trainer.prob.J, trainer.prob.K)
+    timing, w = trainer.time(knl, 1, repeats=2)
+    assert len(timing.samples) == 2 and timing.median > 0
+    lr.check(w, trainer.prob.reference())
+    assert lr.numpy_timing(trainer.prob, repeats=1).median > 0
+
+
+def test_likelihood_curve_rises(device_trainer):
+    device, ctx, trainer = device_trainer
+    knl = lr.build(ctx, device, "merged", trainer.prob.J, trainer.prob.K)
+    curve, w = lr.likelihood_curve(trainer, knl, 1, [0, 1, 5, 20])
+    lls = [ll for _, ll in curve]
+    assert lls == sorted(lls) and [n for n, _ in curve] == [0, 1, 5, 20]
+    lr.check(w, trainer.prob.reference())
