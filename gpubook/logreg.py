@@ -46,10 +46,16 @@ def train(X, labels, rate, iterations, w0=None):
 
 def log_likelihood(X, labels, w):
     """Sum over examples of log P(label | x, w); rises toward 0 as the fit improves."""
-    z = np.asarray(X, np.float64) @ np.asarray(w, np.float64)
+    return float(np.sum(log_likelihood_terms(np.asarray(X, np.float64) @ np.asarray(w, np.float64),
+                                             labels)))
+
+
+def log_likelihood_terms(z, labels):
+    """log P(label | x) of each example, from its score z = x . w (in float64)."""
+    z = np.asarray(z, np.float64)
     y = np.asarray(labels, np.float64)
     # log sigmoid(z) = -log(1 + exp(-z)), written stably with logaddexp
-    return float(np.sum(-y * np.logaddexp(0.0, -z) - (1.0 - y) * np.logaddexp(0.0, z)))
+    return -y * np.logaddexp(0.0, -z) - (1.0 - y) * np.logaddexp(0.0, z)
 
 
 # ---------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import pyopencl as cl
 
 from .device import check_work_group
 from .kernels import kernel
+from .logreg import log_likelihood_terms
 from .timing import stats
 
 FEATURE_MULTIPLE = 8    # float4 rows, and blocks of 8 features in grad_blocks
@@ -327,6 +328,4 @@ def host_cpu_name():
 def mean_log_likelihood(X, labels, theta):
     """Mean log P(label | x, theta) over the examples, X float32 (computed in float32
     for X @ theta, float64 after), for data sets too large to convert to float64."""
-    z = (X @ np.asarray(theta, np.float32)).astype(np.float64)
-    y = np.asarray(labels, np.float64)
-    return float(np.mean(-y * np.logaddexp(0.0, -z) - (1.0 - y) * np.logaddexp(0.0, z)))
+    return float(np.mean(log_likelihood_terms(X @ np.asarray(theta, np.float32), labels)))
