@@ -13,7 +13,7 @@ def markdown_table(rows, header=True):
     return Markdown("\n".join(lines))
 
 
-GLUE_MIME = "application/papermill.record/text/plain"
+GLUE_PREFIX = "application/papermill.record/"
 
 
 def glue(**values):
@@ -29,5 +29,5 @@ def glue(**values):
 
     for name, value in values.items():
         text = repr(float(value)) if isinstance(value, numbers.Real) else str(value)
-        display({GLUE_MIME: text}, raw=True,
-                metadata={"scrapbook": {"name": name, "mime_prefix": "application/papermill.record/"}})
+        display({GLUE_PREFIX + "text/plain": text}, raw=True,
+                metadata={"scrapbook": {"name": name, "mime_prefix": GLUE_PREFIX}})
