@@ -141,3 +141,22 @@ def test_likelihood_curve_rises(device_trainer):
     lls = [ll for _, ll in curve]
     assert lls == sorted(lls) and [n for n, _ in curve] == [0, 1, 5, 20]
     lr.check(w, trainer.prob.reference())
+
+
+@pytest.mark.parametrize("rate", [1 / 2048, 1 / 3, 0.1, 2.5e-7])
+def test_rate_literal_is_the_exact_float32(rate):
+    text = lr.rate_literal(rate)
+    assert text.endswith("f") and np.float32(float.fromhex(text[:-1])) == np.float32(rate)
+
+
+def test_iteration_count_is_compiled_in(device_trainer):
+    device, ctx, trainer = device_trainer
+    knl = lr.build(ctx, device, "merged", trainer.prob.J, trainer.prob.K)
+    # one build per count, with the count and the step size as build options
+    assert knl.compiled(3, trainer.prob.rate) is not knl.compiled(4, trainer.prob.rate)
+    assert knl.compiled(3, trainer.prob.rate) is knl.compiled(3, trainer.prob.rate)
+    with pytest.raises(ValueError, match="at least 1"):
+        knl.compiled(0, trainer.prob.rate)
+    # three iterations trained by the 3-iteration build match the reference of three
+    w, _ = trainer.train(knl, 1, iterations=3)
+    lr.check(w, trainer.prob.reference(3))

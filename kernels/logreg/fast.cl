@@ -12,7 +12,8 @@
 // Build options: J examples, K features (a multiple of 4), N work-items (a
 // power of two dividing J; a multiple of 32 when SHUFFLE=1), IN_REGS
 // examples per work-item kept in registers (the rest, when J/N is larger,
-// are read from global memory every iteration), SHUFFLE 0 or 1, RADIX.
+// are read from global memory every iteration), SHUFFLE 0 or 1, RADIX,
+// ITERS iterations, RATE step size.
 #define K4 (K / 4)
 #define E (J / N)
 #ifndef IN_REGS
@@ -66,7 +67,7 @@ inline float warp_transpose_sum8(float v[8], int lane)
 
 __kernel __attribute__((reqd_work_group_size(N, 1, 1)))
 void train(__global const float4 *X, __global const float *labels,
-           __global float4 *w, const float rate, const int iterations)
+           __global float4 *w)
 {
     __local float scratch[LOCAL_FLOATS];
     const int id = get_local_id(0);
@@ -90,7 +91,7 @@ void train(__global const float4 *X, __global const float *labels,
     float my_w = ((__global const float *)w)[mine];
 #endif
 
-    for (int it = 0; it < iterations; ++it) {
+    for (int it = 0; it < ITERS; ++it) {
         float4 g[K4];
 #pragma unroll
         for (int k = 0; k < K4; ++k)
@@ -141,7 +142,7 @@ void train(__global const float4 *X, __global const float *labels,
             t += part[mine * WARPS + i];
         t += shfl_xor(t, 1);
         t += shfl_xor(t, 2);
-        my_w += rate * t;
+        my_w += RATE * t;
         float wn[K];
 #pragma unroll
         for (int k = 0; k < K; ++k)
@@ -182,7 +183,7 @@ void train(__global const float4 *X, __global const float *labels,
         }
 #pragma unroll
         for (int k = 0; k < K4; ++k)
-            wv[k] += rate * vload4(k, total);
+            wv[k] += RATE * vload4(k, total);
 #endif
     }
     if (id == 0) {

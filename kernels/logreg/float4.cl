@@ -4,16 +4,16 @@
 // for the score, and a float4 multiply-add for the gradient. The two float4
 // of weights are copied to registers at the start of each iteration.
 // Build options: J examples, K features (a multiple of 4), N work-items (a
-// power of two dividing J).
+// power of two dividing J); ITERS iterations, RATE step size.
 #define K4 (K / 4)
 __kernel __attribute__((reqd_work_group_size(N, 1, 1)))
 void train(__global const float4 *X, __global const float *labels,
-           __global float4 *w, const float rate, const int iterations)
+           __global float4 *w)
 {
     __local float4 partial[N * K4];
     const int id = get_local_id(0);
     const int first = id * (J / N);
-    for (int it = 0; it < iterations; ++it) {
+    for (int it = 0; it < ITERS; ++it) {
         float4 gradient[K4], wv[K4];
         for (int k = 0; k < K4; ++k) {
             gradient[k] = (float4)(0.0f);
@@ -38,7 +38,7 @@ void train(__global const float4 *X, __global const float *labels,
         }
         if (id == 0)
             for (int k = 0; k < K4; ++k)
-                w[k] += rate * partial[k];
+                w[k] += RATE * partial[k];
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     }
 }

@@ -2,12 +2,12 @@
 // become one loop. Each row is read once per iteration, while it is still in
 // registers, and the array of J scores disappears: each score is used as
 // soon as it is computed.
-// Build options: J examples, K features.
+// Build options: J examples, K features, ITERS iterations, RATE step size.
 __kernel void train(__global const float *X, __global const float *labels,
-                    __global float *w, const float rate, const int iterations)
+                    __global float *w)
 {
     float gradient[K];
-    for (int it = 0; it < iterations; ++it) {
+    for (int it = 0; it < ITERS; ++it) {
         for (int k = 0; k < K; ++k)
             gradient[k] = 0.0f;
         for (int j = 0; j < J; ++j) {
@@ -19,6 +19,6 @@ __kernel void train(__global const float *X, __global const float *labels,
                 gradient[k] += X[j * K + k] * score;
         }
         for (int k = 0; k < K; ++k)
-            w[k] += rate * gradient[k];
+            w[k] += RATE * gradient[k];
     }
 }

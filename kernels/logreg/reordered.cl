@@ -1,13 +1,13 @@
 // Step 1b, loops reordered: loop 2 now runs over the examples outside and
 // the features inside, so it reads X in the order it is stored (one row of
 // K consecutive floats after another), like loop 1 does.
-// Build options: J examples, K features.
+// Build options: J examples, K features, ITERS iterations, RATE step size.
 __kernel void train(__global const float *X, __global const float *labels,
-                    __global float *w, const float rate, const int iterations)
+                    __global float *w)
 {
     float scores[J];
     float gradient[K];
-    for (int it = 0; it < iterations; ++it) {
+    for (int it = 0; it < ITERS; ++it) {
         // loop 1: scores = labels - sigmoid(X w)
         for (int j = 0; j < J; ++j) {
             float z = 0.0f;
@@ -21,8 +21,8 @@ __kernel void train(__global const float *X, __global const float *labels,
         for (int j = 0; j < J; ++j)
             for (int k = 0; k < K; ++k)
                 gradient[k] += X[j * K + k] * scores[j];
-        // loop 3: w += rate * gradient
+        // loop 3: w += RATE * gradient
         for (int k = 0; k < K; ++k)
-            w[k] += rate * gradient[k];
+            w[k] += RATE * gradient[k];
     }
 }

@@ -3,15 +3,15 @@
 // the part held by a partner `offset` places up, so the active half shrinks
 // until work-item 0 holds the total. One barrier closes each round.
 // Build options: J examples, K features, N work-items (a power of two
-// dividing J).
+// dividing J); ITERS iterations, RATE step size.
 __kernel __attribute__((reqd_work_group_size(N, 1, 1)))
 void train(__global const float *X, __global const float *labels,
-           __global float *w, const float rate, const int iterations)
+           __global float *w)
 {
     __local float partial[N * K];
     const int id = get_local_id(0);
     const int first = id * (J / N);
-    for (int it = 0; it < iterations; ++it) {
+    for (int it = 0; it < ITERS; ++it) {
         float gradient[K];
         for (int k = 0; k < K; ++k)
             gradient[k] = 0.0f;
@@ -34,7 +34,7 @@ void train(__global const float *X, __global const float *labels,
         }
         if (id == 0)
             for (int k = 0; k < K; ++k)
-                w[k] += rate * partial[k];
+                w[k] += RATE * partial[k];
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     }
 }

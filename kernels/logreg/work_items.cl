@@ -3,19 +3,20 @@
 // and leaves it in local memory; after a barrier, work-item 0 adds the N
 // parts one after another and updates w in global memory; a second barrier
 // makes the new w visible to every work-item before the next iteration.
-// Build options: J examples, K features, N work-items (N divides J).
+// Build options: J examples, K features, N work-items (N divides J),
+// ITERS iterations, RATE step size.
 // reqd_work_group_size tells the compiler the group size, so it can plan the
 // registers of N work-items. The serial sum is unrolled 16 times, not fully:
 // fully unrolled, NVIDIA's compiler fills up to 255 registers per work-item
 // with it and spills them to memory, differently for every N.
 __kernel __attribute__((reqd_work_group_size(N, 1, 1)))
 void train(__global const float *X, __global const float *labels,
-           __global float *w, const float rate, const int iterations)
+           __global float *w)
 {
     __local float partial[N * K];
     const int id = get_local_id(0);
     const int first = id * (J / N);
-    for (int it = 0; it < iterations; ++it) {
+    for (int it = 0; it < ITERS; ++it) {
         float gradient[K];
         for (int k = 0; k < K; ++k)
             gradient[k] = 0.0f;
@@ -37,7 +38,7 @@ void train(__global const float *X, __global const float *labels,
 #pragma unroll 16
                 for (int i = 1; i < N; ++i)
                     sum += partial[i * K + k];
-                w[k] += rate * sum;
+                w[k] += RATE * sum;
             }
         }
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
