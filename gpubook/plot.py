@@ -30,10 +30,7 @@ def plot_sweep(records, x_name, xlabel, ylabel, title, device_name, value="rate"
     _curves(ax, records, x_name, value)
     for name, recs in (references or {}).items():
         _curves(ax, recs, x_name, value, label_suffix=f" ({name})", style=REF_STYLE, band=False)
-    for y, label in limits:
-        ax.axhline(y, color="black", linestyle=":", linewidth=1)
-        ax.annotate(label, xy=(0.01, y), xycoords=("axes fraction", "data"),
-                    xytext=(0, 3), textcoords="offset points", fontsize=8)
+    _limit_lines(ax, limits)
     if logx:
         ax.set_xscale("log", base=2)
     if logy:
@@ -42,5 +39,20 @@ def plot_sweep(records, x_name, xlabel, ylabel, title, device_name, value="rate"
     ax.set_ylabel(ylabel)
     ax.set_title(f"{title}\n{device_name}", fontsize=11)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8)
+    # below the axes, where it can hide neither a curve nor a limit's label
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
     return ax
+
+
+def _limit_lines(ax, limits, close=1.5):
+    """Horizontal lines with their labels at the left edge: above the line, or
+    below it when the next higher line is within a factor `close` (so that two
+    near lines do not print their labels on top of each other)."""
+    values = sorted(y for y, _ in limits)
+    for y, label in limits:
+        higher = [v for v in values if v > y]
+        below = bool(higher) and min(higher) < close * y
+        ax.axhline(y, color="black", linestyle=":", linewidth=1)
+        ax.annotate(label, xy=(0.01, y), xycoords=("axes fraction", "data"),
+                    xytext=(0, -3 if below else 3), textcoords="offset points",
+                    va="top" if below else "bottom", fontsize=8)
