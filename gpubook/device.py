@@ -78,6 +78,17 @@ def make_queue(device=None):
     return ctx, queue
 
 
+def open_device(spec=None):
+    """How the chapters after chapter 0 start: the chosen device (PYOPENCL_CTX,
+    else the first GPU), a context and profiling queue on it, the problem scale
+    for it and its name, as (device, ctx, queue, scale, name)."""
+    from .scale import scale
+
+    device = choose_device(spec)
+    ctx, queue = make_queue(device)
+    return device, ctx, queue, scale(device), device.name.strip()
+
+
 def has_fp64(device):
     return bool(device.double_fp_config) or "cl_khr_fp64" in device.extensions
 

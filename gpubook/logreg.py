@@ -266,6 +266,23 @@ class Trainer:
         return timing, self.weights()
 
 
+def benchmark(ctx, queue, scale, name, with_numpy=True):
+    """How chapters 1-4 start: the benchmark at this scale, its training set on
+    the device and (with_numpy) the NumPy baseline's iterations/s on the host;
+    prints one line saying what runs where. Returns (prob, trainer, numpy_rate),
+    numpy_rate None without with_numpy."""
+    prob = problem(scale)
+    trainer = Trainer(ctx, queue, prob)
+    line = (f"{name}, scale {scale}: J={prob.J} examples, K={prob.K} features, "
+            f"{prob.iterations:,} iterations, learning rate 1/J = {prob.rate:.3g}")
+    numpy_rate = None
+    if with_numpy:
+        numpy_rate = prob.iterations / numpy_timing(prob).median
+        line += f"; NumPy on the host CPU: {numpy_rate:,.0f} iterations/s"
+    print(line)
+    return prob, trainer, numpy_rate
+
+
 def check(w, w_ref, tol=TOLERANCE):
     """Relative max-norm error of float32 weights; AssertionError beyond tol."""
     err = float(np.max(np.abs(np.asarray(w, np.float64) - w_ref)) / np.max(np.abs(w_ref)))

@@ -160,3 +160,12 @@ def test_iteration_count_is_compiled_in(device_trainer):
     # three iterations trained by the 3-iteration build match the reference of three
     w, _ = trainer.train(knl, 1, iterations=3)
     lr.check(w, trainer.prob.reference(3))
+
+
+def test_benchmark_opens_the_chapter(capsys):
+    device, ctx, queue, scale, name = gb.open_device()
+    assert scale in ("small", "full") and name == device.name.strip()
+    prob, trainer, numpy_rate = lr.benchmark(ctx, queue, "small", name)
+    assert (prob.J, prob.K) == (2048, 8) and trainer.prob is prob and numpy_rate > 0
+    assert "NumPy on the host CPU" in capsys.readouterr().out
+    assert lr.benchmark(ctx, queue, "small", name, with_numpy=False)[2] is None
