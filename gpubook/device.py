@@ -121,6 +121,14 @@ def device_summary(device):
     ]
 
 
+def default_work_group(device, largest=256):
+    """The largest power of two up to `largest` that the device allows."""
+    size = 1
+    while size * 2 <= min(largest, device.max_work_group_size):
+        size *= 2
+    return size
+
+
 def check_work_group(device, size, local_bytes=0):
     """Raise a clear error when the device cannot run a work-group of this shape."""
     if size > device.max_work_group_size:

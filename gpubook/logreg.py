@@ -258,9 +258,8 @@ class Trainer:
 
         The warm-up runs a one-iteration build of the same kernel: it wakes the
         device without costing a whole training run. The full-length build is
-        compiled before the first timed run, and event timing covers only the
-        kernel's execution on the device."""
-        knl.compiled(self.prob.iterations if iterations is None else iterations, self.prob.rate)
+        compiled at the first timed launch, on the host: event timing covers only
+        the kernel's execution on the device."""
         self.train(knl, work_items, iterations=1)
         timing = time_events(lambda: self.launch(knl, work_items, iterations), repeats, warmup=0)
         return timing, self.weights()
@@ -320,10 +319,7 @@ def sweep_work_items(trainer, device, steps, work_items, repeats=3, iterations=N
             knl = build(trainer.queue.context, device, step, prob.J, prob.K, N, **d)
             timing, w = trainer.time(knl, N, repeats, n)
             check(w, w_ref)
-            rec = {"variant": label, "work_items": N, "median_s": timing.median,
-                   "q20_s": timing.q20, "q80_s": timing.q80}
-            rec["rate"], rec["rate_lo"], rec["rate_hi"] = timing.rate(n)
-            records.append(rec)
+            records.append(as_record(label, timing, n, work_items=N))
     return records
 
 

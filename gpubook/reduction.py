@@ -10,7 +10,7 @@ array, so they need only two passes.
 import numpy as np
 import pyopencl as cl
 
-from .device import check_work_group
+from .device import check_work_group, default_work_group
 from .kernels import kernel
 
 STEPS = ("1_interleaved", "2_sequential", "3_first_add", "4_multi", "5_unrolled")
@@ -23,14 +23,6 @@ _PER_ITEM = {"1_interleaved": 1, "2_sequential": 1, "3_first_add": 2,
 # A grid-stride pass never uses more work-groups than leave each work-item
 # this many elements, so the second pass of a large sum is one work-group.
 _MIN_PER_ITEM = 8
-
-
-def default_work_group(device, largest=256):
-    """The largest power of two up to `largest` that the device allows."""
-    size = 1
-    while size * 2 <= min(largest, device.max_work_group_size):
-        size *= 2
-    return size
 
 
 class DeviceSum:

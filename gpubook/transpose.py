@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pyopencl as cl
 
-from .device import check_work_group
+from .device import check_work_group, default_work_group
 from .kernels import kernel
 from .logreg import log_likelihood_terms
 from .timing import stats
@@ -77,10 +77,6 @@ class _Lazy(dict):
         return self[name]
 
 
-def _pow2_at_most(n):
-    return 1 << (int(n).bit_length() - 1)
-
-
 class Buffers:
     """X in both layouts, labels, scores, weights and partial sums on the device."""
 
@@ -114,7 +110,7 @@ class Logreg:
         if kp % FEATURE_MULTIPLE:
             raise ValueError(f"kp={kp} must be a multiple of {FEATURE_MULTIPLE} (use padded())")
         self.ctx, self.queue, self.device, self.kp = ctx, queue, device, kp
-        self.local = _pow2_at_most(min(256, device.max_work_group_size)) if local is None else local
+        self.local = default_work_group(device) if local is None else local
         if self.local & (self.local - 1):
             raise ValueError(f"work-group size {self.local} is not a power of two")
         check_work_group(device, self.local)
