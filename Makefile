@@ -34,11 +34,13 @@ run: venv
 	$(VENV)/bin/jupyter-book build _build/local
 	@echo "your site: _build/local/_build/html/index.html"
 
-## reference: record the host CPU (PoCL), then the GPU reference run (outputs stored in place)
+## reference: record the host CPU (PoCL), the vendor's libraries on the GPU where PyTorch has CUDA
+## (results/<gpu>/vendor.json), then the GPU reference run (outputs stored in place)
 ## The CPU goes first so that the GPU's stored plots show its curves beside the GPU's;
 ## a host without a CPU OpenCL device still gets the GPU run.
 reference:
 	-PYOPENCL_CTX=$(CPU_CTX) $(PY) tools/run_notebooks.py --record-only $(NOTEBOOKS)
+	-GPUBOOK_RECORD=1 GPUBOOK_SCALE=full $(PY) -m gpubook.vendor
 	GPUBOOK_SCALE=full $(PY) tools/run_notebooks.py --reference $(NOTEBOOKS)
 
 ## check-reference: name every notebook whose stored outputs are stale
