@@ -1,0 +1,226 @@
+"""Chapter 6: the covariance matrix of m observations of n features.
+
+The data, the float64 NumPy reference, and the in-core launches: column
+means, centring with padding, the four covariance steps (naive, symmetric,
+local-memory tiles, register tiles) and the finishing kernel that scales,
+mirrors and strips the padding. The out-of-core paths live in
+`gpubook.outofcore`.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+import pyopencl as cl
+
+from .device import check_work_group
+from .kernels import kernel
+
+STEPS = ("naive", "symmetric", "local_tiles", "register_tiles")
+COL_PAD = 128   # the padded width is a multiple of every tile width the steps use
+ROW_PAD = 64    # the padded height is a multiple of every chunk of rows
+SUM_ROWS = 256  # R: partial sums per column in the first pass of the mean
+LOCAL_T = 16    # step 3's tile: T x T work-items
+DEFAULT_TILE = {"TB": 64, "WPT": 4, "K": 16}  # step 4's shape until a sweep picks one
+
+
+def round_up(x, multiple):
+    return -(-x // multiple) * multiple
+
+
+def sizes(scale):
+    """(m observations, n features) for the scale; small is not a multiple of any tile."""
+    return (131_072, 4_096) if scale == "full" else (3_000, 200)
+
+
+def flops(m, n):
+    """(useful, GEMM-equivalent) flops of one covariance: the symmetric half, m·n·(n+1),
+    and what a full XᵀX costs, 2·m·n²."""
+    return m * n * (n + 1), 2 * m * n * n
+
+
+@dataclass
+class Data:
+    """Observations with a planted covariance: a large mean, a few strong
+    principal directions (orthonormal rows of `directions`, variances
+    `variances`) and unit noise."""
+    x: np.ndarray
+    mean: np.ndarray
+    directions: np.ndarray
+    variances: np.ndarray
+
+
+def make_data(m, n, k=3, offset=1000.0, seed=6):
+    if m < 2 or n < 1:
+        raise ValueError(f"need at least 2 observations and 1 feature, not m={m}, n={n}")
+    rng = np.random.default_rng(seed)
+    directions = np.linalg.qr(rng.standard_normal((n, k)))[0].T.astype(np.float32)
+    variances = np.array([400.0, 100.0, 25.0][:k] + [9.0] * max(0, k - 3), np.float32)
+    mean = (offset + 10.0 * rng.standard_normal(n)).astype(np.float32)
+    x = rng.standard_normal((m, n), dtype=np.float32)
+    x += (rng.standard_normal((m, k), dtype=np.float32) * np.sqrt(variances)) @ directions
+    x += mean
+    return Data(x, mean, directions, variances)
+
+
+def reference(x):
+    """C = (1/m) Σ (v - μ)(v - μ)ᵀ in float64."""
+    xd = x.astype(np.float64)
+    xd -= xd.mean(axis=0)
+    return (xd.T @ xd) / x.shape[0]
+
+
+def error(c, ref):
+    """Largest deviation from the reference, relative to its largest entry."""
+    return float(np.max(np.abs(c - ref)) / np.max(np.abs(ref)))
+
+
+def check(c, ref, tol):
+    err = error(c, ref)
+    if not err <= tol:
+        raise AssertionError(f"covariance differs from float64 by {err:.2e} of its largest entry "
+                             f"(tolerance {tol:.0e})")
+    return err
+
+
+def tile_shapes(device, tbs=(32, 64, 128), wpts=(4, 8), ks=(8, 16, 32)):
+    """The (TB, WPT, K) register-tile shapes this device can run."""
+    shapes = []
+    for tb in tbs:
+        for wpt in wpts:
+            for k in ks:
+                nt = (tb // wpt) ** 2
+                loads = k * tb / 4 / nt
+                if (tb % wpt or wpt % 4 or COL_PAD % tb or ROW_PAD % k or loads < 1
+                        or loads != int(loads) or nt > device.max_work_group_size
+                        or 2 * k * tb * 4 > device.local_mem_size):
+                    continue
+                shapes.append({"TB": tb, "WPT": wpt, "K": k})
+    return shapes
+
+
+class Covariance:
+    """In-core covariance of an m x n float32 array on one device."""
+
+    def __init__(self, ctx, queue, m, n):
+        if m < 2 or n < 1:
+            raise ValueError(f"need at least 2 observations and 1 feature, not m={m}, n={n}")
+        self.ctx, self.queue, self.device = ctx, queue, queue.device
+        self.m, self.n = m, n
+        self.mp, self.np_ = round_up(m, ROW_PAD), round_up(n, COL_PAD)
+        need = 4 * (m * n + self.mp * self.np_ + self.np_ ** 2 + n * n + (SUM_ROWS + 4) * n)
+        if need > self.device.global_mem_size:
+            raise ValueError(f"m={m:,} x n={n:,} needs {need / 2**30:.1f} GiB on the device; "
+                             f"{self.device.name.strip()} has {self.device.global_mem_size / 2**30:.1f} "
+                             "GiB: use gpubook.outofcore")
+        mf = cl.mem_flags
+        self.x = cl.Buffer(ctx, mf.READ_WRITE, 4 * m * n)
+        self.xc = cl.Buffer(ctx, mf.READ_WRITE, 4 * self.mp * self.np_)
+        self.s = cl.Buffer(ctx, mf.READ_WRITE, 4 * self.np_ ** 2)
+        self.c = cl.Buffer(ctx, mf.READ_WRITE, 4 * n * n)
+        self.partial = cl.Buffer(ctx, mf.READ_WRITE, 4 * SUM_ROWS * n)
+        self.sums = cl.Buffer(ctx, mf.READ_WRITE, 4 * n)
+        zeros = np.zeros(n, np.float32)
+        self.zeros = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=zeros)
+        self.d = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=zeros)
+        self.tile = dict(DEFAULT_TILE)
+
+    def upload(self, x):
+        if x.shape != (self.m, self.n) or x.dtype != np.float32:
+            raise ValueError(f"expected a float32 array of shape {(self.m, self.n)}, got {x.dtype} {x.shape}")
+        cl.enqueue_copy(self.queue, self.x, np.ascontiguousarray(x))
+
+    # step 1: mean and centring ------------------------------------------------
+    def mean(self):
+        """Column sums of X into `sums` (two passes); returns the events."""
+        k = kernel(self.ctx, "covariance/col_sums.cl", "col_sums")
+        cols = round_up(self.n, 64)
+        e1 = k(self.queue, (cols, SUM_ROWS), (64, 1), self.x, self.zeros, self.partial,
+               np.int32(self.m), np.int32(self.n), np.int32(0))
+        e2 = k(self.queue, (cols, 1), (64, 1), self.partial, self.zeros, self.sums,
+               np.int32(SUM_ROWS), np.int32(self.n), np.int32(0))
+        return [e1, e2]
+
+    def centre(self, centred=True):
+        """Xc = X - mean (or X itself when centred=False), padded to mp x np."""
+        k = kernel(self.ctx, "covariance/centre.cl", "centre")
+        shift = self.sums if centred else self.zeros
+        return k(self.queue, (self.np_, self.mp), (64, 4), self.x, shift, self.xc,
+                 np.float32(1.0 / self.m), np.int32(self.m), np.int32(self.n), np.int32(self.np_))
+
+    def mean_vector(self):
+        out = np.empty(self.n, np.float32)
+        cl.enqueue_copy(self.queue, out, self.sums)
+        return out / np.float32(self.m)
+
+    # steps 2-4: S = XcᵀXc, then C ---------------------------------------------
+    def products(self, step, tile=None):
+        """Enqueue one step's kernel writing S; returns its event."""
+        m, np_ = np.int32(self.mp), np.int32(self.np_)
+        if step in ("naive", "symmetric"):
+            k = kernel(self.ctx, f"covariance/{step}.cl", step)
+            return k(self.queue, (self.np_, self.np_), (16, 16), self.xc, self.s, m, np_)
+        if step == "local_tiles":
+            t = LOCAL_T
+            check_work_group(self.device, t * t, 2 * 4 * t * (t + 1))
+            k = kernel(self.ctx, "covariance/local_tiles.cl", "local_tiles", {"T": t})
+            nt = self.np_ // t
+            return k(self.queue, (nt * (nt + 1) // 2 * t, t), (t, t), self.xc, self.s, m, np_,
+                     np.int32(0))
+        if step == "register_tiles":
+            return self.tiles(self.xc, self.xc, self.s, self.mp, self.np_, self.np_, self.np_,
+                              tile or self.tile)
+        raise ValueError(f"unknown step {step!r}; use one of {', '.join(STEPS)}")
+
+    def tiles(self, a, b, s, m, lda, ldb, ldc, tile, pair=None, accumulate=False):
+        """register_tiles over the lower triangle of a square S (pair=None), or
+        over the full rows x cols grid of S for a pair of panels (pair=(rows, cols))."""
+        tb, wpt = tile["TB"], tile["WPT"]
+        nt = (tb // wpt) ** 2
+        check_work_group(self.device, nt, 2 * 4 * tile["K"] * tb)
+        k = kernel(self.ctx, "covariance/register_tiles.cl", "register_tiles",
+                   {**tile, "TRIANGLE": int(pair is None)})
+        if pair is None:
+            tiles_x = lda // tb
+            groups = tiles_x * (tiles_x + 1) // 2
+        else:
+            tiles_x = pair[1] // tb
+            groups = (pair[0] // tb) * tiles_x
+        return k(self.queue, (groups * nt,), (nt,), a, b, s, np.int32(m), np.int32(lda),
+                 np.int32(ldb), np.int32(ldc), np.int32(tiles_x), np.int32(accumulate))
+
+    def finish(self, d=None):
+        """C = S / m - d dᵀ (d: a device buffer, zeros by default), mirrored, n x n."""
+        k = kernel(self.ctx, "covariance/finish.cl", "finish", {"MIRROR": 1})
+        side = round_up(self.n, 16)
+        d = self.zeros if d is None else d
+        return k(self.queue, (side, side), (16, 16), self.s, np.int32(self.np_), self.c,
+                 np.int32(self.n), np.int32(self.n), d, d, np.float32(1.0 / self.m))
+
+    def covariance_events(self, step, tile=None):
+        """One step from centred data to C: its kernel and the finishing kernel."""
+        return [self.products(step, tile), self.finish()]
+
+    def result(self):
+        out = np.empty((self.n, self.n), np.float32)
+        cl.enqueue_copy(self.queue, out, self.c)
+        return out
+
+    def run(self, x, step="register_tiles", tile=None):
+        """Upload, mean, centre, covariance: C as a NumPy array."""
+        self.upload(x)
+        self.mean()
+        self.centre()
+        self.covariance_events(step, tile)
+        return self.result()
+
+    def one_pass(self, x, tile=None):
+        """The textbook one-pass formula C = XᵀX/m - μμᵀ, all in float32."""
+        self.upload(x)
+        self.mean()
+        self.centre(centred=False)
+        mu = self.mean_vector()
+        cl.enqueue_copy(self.queue, self.d, mu)
+        self.products("register_tiles", tile)
+        self.finish(self.d)
+        out = self.result()
+        cl.enqueue_copy(self.queue, self.d, np.zeros(self.n, np.float32))
+        return out
