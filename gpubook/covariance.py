@@ -97,6 +97,45 @@ def tile_shapes(device, tbs=(32, 64, 128), wpts=(4, 8), ks=(8, 16, 32)):
     return shapes
 
 
+def launch_col_sums(queue, x, shift, partial, m, n, accumulate=False, rows=SUM_ROWS, wait_for=None):
+    """Column sums of the m x n array x minus shift, `rows` partial sums per column."""
+    k = kernel(queue.context, "covariance/col_sums.cl", "col_sums")
+    return k(queue, (round_up(n, 64), rows), (64, 1), x, shift, partial, np.int32(m), np.int32(n),
+             np.int32(accumulate), wait_for=wait_for)
+
+
+def launch_centre(queue, x, shift, xc, scale, m, n, mp, np_, wait_for=None):
+    """xc (mp x np_) = x (m x n) - scale * shift, zero-padded."""
+    k = kernel(queue.context, "covariance/centre.cl", "centre")
+    return k(queue, (np_, mp), (64, 4), x, shift, xc, np.float32(scale), np.int32(m),
+             np.int32(n), np.int32(np_), wait_for=wait_for)
+
+
+def launch_tiles(queue, a, b, s, m, lda, ldb, ldc, tile, pair=None, accumulate=False, wait_for=None):
+    """register_tiles: S (+)= AᵀB over the lower triangle of a square S (pair=None,
+    A = B), or over the full rows x cols grid of S for two panels (pair=(rows, cols))."""
+    tb, wpt = tile["TB"], tile["WPT"]
+    nt = (tb // wpt) ** 2
+    check_work_group(queue.device, nt, 2 * 4 * tile["K"] * tb)
+    k = kernel(queue.context, "covariance/register_tiles.cl", "register_tiles",
+               {**tile, "TRIANGLE": int(pair is None)})
+    if pair is None:
+        tiles_x = lda // tb
+        groups = tiles_x * (tiles_x + 1) // 2
+    else:
+        tiles_x = pair[1] // tb
+        groups = (pair[0] // tb) * tiles_x
+    return k(queue, (groups * nt,), (nt,), a, b, s, np.int32(m), np.int32(lda), np.int32(ldb),
+             np.int32(ldc), np.int32(tiles_x), np.int32(accumulate), wait_for=wait_for)
+
+
+def launch_finish(queue, s, lds, c, rows, cols, d1, d2, inv_m, mirror=True, wait_for=None):
+    """c (rows x cols) = S * inv_m - d1 d2ᵀ, from S's lower triangle when mirror."""
+    k = kernel(queue.context, "covariance/finish.cl", "finish", {"MIRROR": int(mirror)})
+    return k(queue, (round_up(cols, 16), round_up(rows, 16)), (16, 16), s, np.int32(lds), c,
+             np.int32(rows), np.int32(cols), d1, d2, np.float32(inv_m), wait_for=wait_for)
+
+
 class Covariance:
     """In-core covariance of an m x n float32 array on one device."""
 
@@ -131,20 +170,14 @@ class Covariance:
     # step 1: mean and centring ------------------------------------------------
     def mean(self):
         """Column sums of X into `sums` (two passes); returns the events."""
-        k = kernel(self.ctx, "covariance/col_sums.cl", "col_sums")
-        cols = round_up(self.n, 64)
-        e1 = k(self.queue, (cols, SUM_ROWS), (64, 1), self.x, self.zeros, self.partial,
-               np.int32(self.m), np.int32(self.n), np.int32(0))
-        e2 = k(self.queue, (cols, 1), (64, 1), self.partial, self.zeros, self.sums,
-               np.int32(SUM_ROWS), np.int32(self.n), np.int32(0))
-        return [e1, e2]
+        e1 = launch_col_sums(self.queue, self.x, self.zeros, self.partial, self.m, self.n)
+        return [e1, launch_col_sums(self.queue, self.partial, self.zeros, self.sums, SUM_ROWS,
+                                    self.n, rows=1)]
 
     def centre(self, centred=True):
         """Xc = X - mean (or X itself when centred=False), padded to mp x np."""
-        k = kernel(self.ctx, "covariance/centre.cl", "centre")
-        shift = self.sums if centred else self.zeros
-        return k(self.queue, (self.np_, self.mp), (64, 4), self.x, shift, self.xc,
-                 np.float32(1.0 / self.m), np.int32(self.m), np.int32(self.n), np.int32(self.np_))
+        return launch_centre(self.queue, self.x, self.sums if centred else self.zeros, self.xc,
+                             1.0 / self.m, self.m, self.n, self.mp, self.np_)
 
     def mean_vector(self):
         out = np.empty(self.n, np.float32)
@@ -166,34 +199,14 @@ class Covariance:
             return k(self.queue, (nt * (nt + 1) // 2 * t, t), (t, t), self.xc, self.s, m, np_,
                      np.int32(0))
         if step == "register_tiles":
-            return self.tiles(self.xc, self.xc, self.s, self.mp, self.np_, self.np_, self.np_,
-                              tile or self.tile)
+            return launch_tiles(self.queue, self.xc, self.xc, self.s, self.mp, self.np_, self.np_,
+                                self.np_, tile or self.tile)
         raise ValueError(f"unknown step {step!r}; use one of {', '.join(STEPS)}")
-
-    def tiles(self, a, b, s, m, lda, ldb, ldc, tile, pair=None, accumulate=False):
-        """register_tiles over the lower triangle of a square S (pair=None), or
-        over the full rows x cols grid of S for a pair of panels (pair=(rows, cols))."""
-        tb, wpt = tile["TB"], tile["WPT"]
-        nt = (tb // wpt) ** 2
-        check_work_group(self.device, nt, 2 * 4 * tile["K"] * tb)
-        k = kernel(self.ctx, "covariance/register_tiles.cl", "register_tiles",
-                   {**tile, "TRIANGLE": int(pair is None)})
-        if pair is None:
-            tiles_x = lda // tb
-            groups = tiles_x * (tiles_x + 1) // 2
-        else:
-            tiles_x = pair[1] // tb
-            groups = (pair[0] // tb) * tiles_x
-        return k(self.queue, (groups * nt,), (nt,), a, b, s, np.int32(m), np.int32(lda),
-                 np.int32(ldb), np.int32(ldc), np.int32(tiles_x), np.int32(accumulate))
 
     def finish(self, d=None):
         """C = S / m - d dᵀ (d: a device buffer, zeros by default), mirrored, n x n."""
-        k = kernel(self.ctx, "covariance/finish.cl", "finish", {"MIRROR": 1})
-        side = round_up(self.n, 16)
         d = self.zeros if d is None else d
-        return k(self.queue, (side, side), (16, 16), self.s, np.int32(self.np_), self.c,
-                 np.int32(self.n), np.int32(self.n), d, d, np.float32(1.0 / self.m))
+        return launch_finish(self.queue, self.s, self.np_, self.c, self.n, self.n, d, d, 1.0 / self.m)
 
     def covariance_events(self, step, tile=None):
         """One step from centred data to C: its kernel and the finishing kernel."""

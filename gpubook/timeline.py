@@ -1,0 +1,40 @@
+"""Timelines of overlapped queues: when each transfer and kernel ran, from
+the OpenCL profiling events, drawn as a Gantt chart."""
+import matplotlib.pyplot as plt
+
+
+def spans(lanes):
+    """{lane: [(label, event)]} -> [(lane, label, start ms, end ms)], times from
+    the earliest start (events of one device share its clock)."""
+    rows = [(lane, label, ev.profile.start, ev.profile.end)
+            for lane, items in lanes.items() for label, ev in items]
+    if not rows:
+        raise ValueError("no events to draw")
+    t0 = min(r[2] for r in rows)
+    return [(lane, label, (s - t0) * 1e-6, (e - t0) * 1e-6) for lane, label, s, e in rows]
+
+
+def busy_ms(rows, lane):
+    """Time a lane spent working, in ms."""
+    return sum(e - s for ln, _, s, e in rows if ln == lane)
+
+
+def plot_timeline(rows, title, device_name, ax=None):
+    """One bar per command, one row per lane, a colour per label."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 2.2 + 0.5 * len({r[0] for r in rows})))
+    lanes = list(dict.fromkeys(r[0] for r in rows))
+    labels = list(dict.fromkeys(r[1] for r in rows))
+    colours = {label: f"C{i}" for i, label in enumerate(labels)}
+    for y, lane in enumerate(lanes):
+        for label in labels:
+            bars = [(s, e - s) for ln, lb, s, e in rows if ln == lane and lb == label]
+            if bars:
+                ax.broken_barh(bars, (y - 0.35, 0.7), color=colours[label], label=label)
+    ax.set_yticks(range(len(lanes)), lanes)
+    ax.set_ylim(len(lanes) - 0.5, -0.5)
+    ax.set_xlabel("time since the first command started (ms)")
+    ax.set_title(f"{title}\n{device_name}", fontsize=11)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=len(labels), frameon=False)
+    return ax
