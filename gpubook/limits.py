@@ -21,3 +21,35 @@ def copy_gbs(ctx, queue, device):
     copy = kernel(ctx, "device/copy.cl", "copy", {"TYPE": "float4"})
     t = time_events(lambda: copy(queue, (n // 4,), None, src, dst), repeats=10)
     return 8 * n / t.median / 1e9
+
+
+def fp32_gflops(ctx, queue, device):
+    """FP32 multiply-add throughput in GFLOP/s: chapter 0's recorded figure for
+    this device, else a quick measurement with chapter 0's FMA kernel."""
+    recorded = recorded_limits(device)
+    if recorded is not None:
+        return recorded["fp32_gflops"]
+    iters, items = 256, device.max_compute_units * 2048
+    out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, 4 * items)
+    fma = kernel(ctx, "device/fma.cl", "fma_chains", {"ITERS": iters})
+    local = (min(256, device.max_work_group_size),)
+    t = time_events(lambda: fma(queue, (items,), local, out, np.float32(0.999), np.float32(0.001)),
+                    repeats=5)
+    return 2 * 8 * iters * items / t.median / 1e9
+
+
+def h2d_gbs(ctx, queue, device):
+    """Host-to-device copy rate in GB/s: chapter 0's recorded figure, else a quick
+    measurement from page-locked host memory."""
+    recorded = recorded_limits(device)
+    if recorded is not None:
+        return recorded["h2d_gbs"]
+    nbytes = 2**26 if scale(device) == "full" else 2**22
+    mf = cl.mem_flags
+    host_buf = cl.Buffer(ctx, mf.READ_WRITE | mf.ALLOC_HOST_PTR, nbytes)
+    host, _ = cl.enqueue_map_buffer(queue, host_buf, cl.map_flags.READ | cl.map_flags.WRITE,
+                                    0, (nbytes,), np.uint8)
+    dev = cl.Buffer(ctx, mf.READ_WRITE, nbytes)
+    t = time_events(lambda: cl.enqueue_copy(queue, dev, host, is_blocking=False), repeats=5)
+    host.base.release(queue)
+    return nbytes / t.median / 1e9
