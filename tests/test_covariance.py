@@ -1,0 +1,144 @@
+"""Chapter 6's host side on the local OpenCL device: the steps, padding, budget
+planning, streaming, tile pairs with both gathers, and the timeline."""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import gpubook as gb
+from gpubook import covariance as cv, outofcore as oc
+from gpubook.timeline import busy_ms, spans
+
+TILE = {"TB": 32, "WPT": 4, "K": 8}
+
+
+@pytest.fixture(scope="module")
+def cl_env():
+    device, ctx, queue, _, _ = gb.open_device()
+    return device, ctx, queue
+
+
+@pytest.fixture(scope="module")
+def small():
+    data = cv.make_data(130, 70, seed=3)
+    return data, cv.reference(data.x)
+
+
+def test_flop_counts_and_sizes():
+    assert cv.flops(10, 4) == (10 * 4 * 5, 2 * 10 * 16)
+    m, n = cv.sizes("small")
+    assert n % cv.COL_PAD and m % cv.ROW_PAD  # the small scale exercises the padding
+
+
+def test_reference_is_the_covariance(small):
+    data, ref = small
+    assert np.allclose(ref, np.cov(data.x.astype(np.float64), rowvar=False, bias=True))
+
+
+@pytest.mark.parametrize("step", cv.STEPS)
+def test_every_step_on_sizes_no_tile_divides(cl_env, small, step):
+    _, ctx, queue = cl_env
+    data, ref = small
+    assert cv.check(cv.Covariance(ctx, queue, 130, 70).run(data.x, step, TILE), ref, 1e-4) < 1e-4
+
+
+def test_one_pass_loses_digits_that_centring_keeps(cl_env, small):
+    _, ctx, queue = cl_env
+    data, ref = small
+    cov = cv.Covariance(ctx, queue, 130, 70)
+    assert cv.error(cov.one_pass(data.x, TILE), ref) > 100 * cv.error(cov.run(data.x, tile=TILE), ref)
+
+
+def test_check_raises_beyond_tolerance():
+    with pytest.raises(AssertionError, match="differs from float64"):
+        cv.check(np.ones((2, 2)), np.ones((2, 2)) * 2, 1e-4)
+
+
+def test_bad_shapes_are_refused(cl_env):
+    _, ctx, queue = cl_env
+    with pytest.raises(ValueError, match="at least 2 observations"):
+        cv.Covariance(ctx, queue, 1, 5)
+    with pytest.raises(ValueError, match="expected a float32 array"):
+        cv.Covariance(ctx, queue, 4, 5).upload(np.zeros((4, 5)))
+    with pytest.raises(ValueError, match="unknown step"):
+        cv.Covariance(ctx, queue, 4, 5).products("blocked")
+
+
+def test_tile_shapes_respect_the_device():
+    big = SimpleNamespace(max_work_group_size=1024, local_mem_size=48 * 1024)
+    tiny = SimpleNamespace(max_work_group_size=64, local_mem_size=4 * 1024)
+    shapes = cv.tile_shapes(big)
+    assert {"TB": 128, "WPT": 8, "K": 16} in shapes
+    for s in cv.tile_shapes(tiny):
+        assert (s["TB"] // s["WPT"]) ** 2 <= 64 and 2 * s["K"] * s["TB"] * 4 <= 4 * 1024
+    assert cv.tile_shapes(tiny) and len(cv.tile_shapes(tiny)) < len(shapes)
+
+
+def test_row_blocks_fit_the_budget_and_cover_the_data():
+    budget = 50 * 2**20
+    rows = oc.plan_rows(budget, 1000)
+    assert rows % cv.ROW_PAD == 0 and oc.stream_bytes(1000, rows) <= budget
+    assert oc.stream_bytes(1000, rows + cv.ROW_PAD) > budget
+    assert oc.plan_rows(budget, 1000, m=100) == 128
+    parts = oc.blocks(1000, 384)
+    assert parts == [(0, 384), (384, 384), (768, 232)]
+
+
+def test_a_budget_below_one_block_names_the_minimum():
+    need = oc.stream_bytes(4096, cv.ROW_PAD)
+    with pytest.raises(ValueError, match=f"at least {need:,} bytes"):
+        oc.plan_rows(need - 1, 4096)
+    assert oc.plan_rows(need, 4096) == cv.ROW_PAD
+    with pytest.raises(ValueError, match="cannot hold one pair of panels"):
+        oc.plan_pairs(10_000, 300)
+
+
+def test_pair_plan_takes_the_widest_panel_that_fits():
+    budget = 48 * 2**20
+    width, rows = oc.plan_pairs(budget, 4096)
+    assert width % cv.COL_PAD == 0 and rows >= oc.MIN_PAIR_ROWS
+    assert oc.pair_bytes(width, rows) <= budget
+    wider = width + cv.COL_PAD
+    assert oc.pair_bytes(wider, oc.MIN_PAIR_ROWS) > budget
+
+
+def test_pairs_cover_the_lower_triangle_once_diagonal_first(cl_env):
+    device, ctx, _ = cl_env
+    tp = oc.TilePairs(ctx, device, 300, 10**8, TILE, width=128, rows=64)
+    assert tp.panels() == [(0, 128), (128, 128), (256, 44)]
+    pairs = tp.pairs()
+    assert sorted(pairs) == sorted((a, b) for a in range(3) for b in range(a + 1))
+    for p1 in range(3):
+        assert [p for p in pairs if p[0] == p1][0] == (p1, p1)
+
+
+def test_stream_matches_in_core_within_budget(cl_env, small):
+    device, ctx, queue = cl_env
+    data, ref = small
+    x = oc.pinned_empty(ctx, queue, (3 * 130, 70))
+    for r in range(3):
+        x[r * 130:(r + 1) * 130] = data.x
+    budget = oc.stream_bytes(70, 128)
+    st = oc.Stream(ctx, device, 70, budget, TILE)
+    assert st.bytes <= budget and len(oc.blocks(390, st.rows)) == 4
+    cv.check(st.run(x), ref, 1e-4)
+    rows = spans(st.lanes)
+    assert {r[0] for r in rows} == {"copy queue", "compute queue"}
+    assert min(r[2] for r in rows) == 0 and all(e >= s for *_, s, e in rows)
+    assert busy_ms(rows, "copy queue") > 0
+    x.base.release(queue)
+
+
+@pytest.mark.parametrize("gather", ["flatten", "rect"])
+def test_tile_pairs_gather_and_scatter(cl_env, gather):
+    device, ctx, _ = cl_env
+    data = cv.make_data(200, 150, seed=4)
+    tp = oc.TilePairs(ctx, device, 150, 10**8, TILE, width=64, rows=64)
+    cv.check(tp.run(data.x, gather), cv.reference(data.x), 1e-4)
+    with pytest.raises(ValueError, match="gather must be"):
+        tp.run(data.x, "scatter")
+
+
+def test_limits_fall_back_to_a_measurement(cl_env):
+    device, ctx, queue = cl_env
+    assert gb.fp32_gflops(ctx, queue, device) > 0 and gb.h2d_gbs(ctx, queue, device) > 0
