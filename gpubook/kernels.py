@@ -16,7 +16,10 @@ _kernels = {}
 
 
 def source(path):
-    """The text of kernels/<path>."""
+    """The text of kernels/<path>; a tuple of paths gives their texts joined in
+    order (how a kernel shares a helper function without #include)."""
+    if isinstance(path, (tuple, list)):
+        return "\n".join(source(p) for p in path)
     return (KERNELS / path).read_text()
 
 
@@ -32,13 +35,16 @@ def _log_use(path):
     log = os.environ.get("GPUBOOK_KERNEL_LOG")
     if log:
         with open(log, "a") as f:
-            f.write(f"{path}\n")
+            for p in (path if isinstance(path, (tuple, list)) else [path]):
+                f.write(f"{p}\n")
 
 
 def build(ctx, path, defines=None, extra=()):
     """The built program for kernels/<path> with these defines (built once per context)."""
     text = source(path)
     opts = options(defines, extra)
+    path = tuple(path) if isinstance(path, list) else path
+    name = " + kernels/".join(path) if isinstance(path, tuple) else path
     key = (ctx.int_ptr, path, tuple(opts), hash(text))
     if key not in _programs:
         _log_use(path)
@@ -49,7 +55,7 @@ def build(ctx, path, defines=None, extra=()):
                 _programs[key] = cl.Program(ctx, text).build(options=opts)
         except cl.RuntimeError as err:
             raise KernelBuildError(
-                f"kernels/{path} failed to build with options {' '.join(opts) or '(none)'}:\n{err}"
+                f"kernels/{name} failed to build with options {' '.join(opts) or '(none)'}:\n{err}"
             ) from None
     return _programs[key]
 
