@@ -95,7 +95,7 @@ class ListFitness:
     def __init__(self, ctx, queue, step, wg=256, items=8):
         if step not in LIST_STEPS:
             raise ValueError(f"unknown step {step!r}; use one of {', '.join(LIST_STEPS)}")
-        local = 4 * wg + 8 * wg + (4 * items * wg if step == "2_work_efficient" else 0)
+        local = 4 * (2 * wg + 1) + 8 * wg + (4 * items * wg if step == "2_work_efficient" else 0)
         _check_wg(queue.device, wg, local)
         defines = {"WG": wg, "T": "uint"}
         if step == "2_work_efficient":
@@ -123,44 +123,53 @@ class DeviceScan:
     """Step 3: an inclusive float32 scan of a whole buffer, in three launches
     (reduce, then scan) or in one (decoupled look-back)."""
 
-    def __init__(self, ctx, queue, step, wg=256, items=16):
+    def __init__(self, ctx, queue, step, wg=256, items=16, look=32, stage=True):
         if step not in DEVICE_STEPS:
             raise ValueError(f"unknown step {step!r}; use one of {', '.join(DEVICE_STEPS)}")
         if items % 4 or (items * wg // 4) % wg:
             raise ValueError(f"ITEMS={items} must be a multiple of 4")
         tile = items * wg
-        _check_wg(queue.device, wg, 4 * (tile + tile // 32 + wg) + 8)
+        if not 1 <= look <= wg:
+            raise ValueError(f"the look-back window ({look}) must be 1 to the work-group size ({wg})")
+        _check_wg(queue.device, wg, 4 * (2 * wg + 1) + 8 * look + 16 + (4 * tile * 33 // 32 if stage else 16))
         self.ctx, self.queue, self.step, self.wg, self.tile = ctx, queue, step, wg, tile
         src = (WG_SCAN, TILE_IO, f"scan/{step}.cl")
-        defines = {"WG": wg, "ITEMS": items, "T": "float"}
+        defines = {"WG": wg, "ITEMS": items, "T": "float", "STAGE": int(bool(stage))}
+        if step == DEVICE_STEPS[1]:
+            defines["LOOK"] = look
         names = ("tile_sums", "scan_sums", "scan_tiles") if step == DEVICE_STEPS[0] else ("scan_single_pass",)
         self.kernels = [kernel(ctx, src, name, defines) for name in names]
         self._scratch = {}
 
     def _buffers(self, tiles):
-        if tiles not in self._scratch:
+        """(partial sums or status words, counter) for `tiles` tiles, and which
+        scan of them this is (the single pass needs no reset between scans)."""
+        entry = self._scratch.get(tiles)
+        if entry is None or (entry[2] + 1) * tiles >= 2**32:
             mf = cl.mem_flags
             size = 8 * tiles if self.step == DEVICE_STEPS[1] else 4 * tiles
-            self._scratch[tiles] = (cl.Buffer(self.ctx, mf.READ_WRITE, size),
-                                    cl.Buffer(self.ctx, mf.READ_WRITE, 4))
-        return self._scratch[tiles]
+            aux, counter = cl.Buffer(self.ctx, mf.READ_WRITE, size), cl.Buffer(self.ctx, mf.READ_WRITE, 4)
+            zero = np.zeros(1, np.uint32)
+            cl.enqueue_fill_buffer(self.queue, aux, zero, 0, size)
+            cl.enqueue_fill_buffer(self.queue, counter, zero, 0, 4)
+            entry = [aux, counter, 0]
+            self._scratch[tiles] = entry
+        entry[2] += 1
+        return entry
 
     def enqueue(self, src, dst, n):
         """Scan the first n floats of `src` into `dst`; returns every event of the scan."""
         if not 1 <= n < 2**32:
             raise ValueError(f"can scan 1 to 2**32 - 1 floats, not {n}")
         tiles = -(-n // self.tile)
-        aux, counter = self._buffers(tiles)
+        aux, counter, epoch = self._buffers(tiles)
         q, wg, n32 = self.queue, self.wg, np.uint32(n)
         if self.step == DEVICE_STEPS[0]:
             sums, scan_sums, scan_tiles = self.kernels
             return [sums(q, (tiles * wg,), (wg,), src, n32, aux),
                     scan_sums(q, (wg,), (wg,), aux, np.uint32(tiles)),
                     scan_tiles(q, (tiles * wg,), (wg,), src, dst, n32, aux)]
-        zero = np.zeros(1, np.uint32)
-        return [cl.enqueue_fill_buffer(q, aux, zero, 0, 8 * tiles),
-                cl.enqueue_fill_buffer(q, counter, zero, 0, 4),
-                self.kernels[0](q, (tiles * wg,), (wg,), src, dst, n32, aux, counter)]
+        return [self.kernels[0](q, (tiles * wg,), (wg,), src, dst, n32, aux, counter, np.uint32(epoch))]
 
 
 class Population:
@@ -168,7 +177,7 @@ class Population:
 
     def __init__(self, ctx, queue, n, shortcut, wg=256):
         np2 = 1 << max(0, n - 1).bit_length()
-        _check_wg(queue.device, wg, 8 * np2 + 4 * wg)
+        _check_wg(queue.device, wg, 8 * np2 + 4 * (2 * wg + 1))
         if n < 2:
             raise ValueError("n = 1: one example is one class, so the fitness is undefined")
         self.kernel = kernel(ctx, (WG_SCAN, "scan/5_population.cl"), "population",

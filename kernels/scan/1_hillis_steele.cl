@@ -1,7 +1,9 @@
 // Step 1: the seed's design. One work-group walks the sorted class labels
 // (1 = positive, 0 = negative) in blocks of WG, one label per work-item.
-// The Hillis-Steele scan of a block plus the carry from the blocks before is
-// TP_k, the positives among the first k examples; each work-item adds up its
+// The seed's Hillis-Steele loop scans a block in local memory: in round r each
+// work-item adds the value 2^r places to its left; each round reads, waits at
+// a barrier, writes and waits again. The scan plus the carry from the blocks
+// before is TP_k, the positives among the first k examples; each work-item adds up its
 // TP_k in a 64-bit integer, exactly. After the last block a tree reduction
 // gives sum_k TP_k, from which the host forms the fitness:
 //   F = (sum TP_k / P - sum FP_k / N) / n,  sum FP_k = n(n+1)/2 - sum TP_k.
@@ -16,7 +18,17 @@ void fitness_hs(__global const int *restrict labels, const int n, __global ulong
     ulong acc = 0;
     for (int base = 0; base < n; base += WG) {
         const int i = base + lid;
-        const T tp = carry + wg_scan_inclusive(i < n ? labels[i] : 0, tmp);
+        T x = i < n ? labels[i] : 0;
+        tmp[lid] = x;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int offset = 1; offset < WG; offset <<= 1) {
+            const T left = lid >= offset ? tmp[lid - offset] : 0;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            x += left;
+            tmp[lid] = x;
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        const T tp = carry + x;
         if (i < n)
             acc += tp;
         carry += tmp[WG - 1];        // the block's total, written in the last round

@@ -9,7 +9,7 @@
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fitness_we(__global const int *restrict labels, const int n, __global ulong *restrict out)
 {
-    __local T tmp[WG];
+    __local T tmp[2 * WG + 1];
     __local int stage[ITEMS * WG];
     __local ulong red[WG];
     const int lid = get_local_id(0);
@@ -32,7 +32,7 @@ void fitness_we(__global const int *restrict labels, const int n, __global ulong
         for (int k = 0; k < ITEMS; ++k)
             if (first + k < n)
                 acc += before + run[k];
-        carry += tmp[WG - 1];
+        carry += tmp[WG_TOTAL];
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     red[lid] = acc;

@@ -8,13 +8,13 @@
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void tile_sums(__global const float *restrict x, const uint n, __global float *restrict sums)
 {
-    __local float tmp[WG];
+    __local float tmp[2 * WG + 1];
     const uint lid = get_local_id(0), base = get_group_id(0) * TILE;
     float acc = 0.0f;
     for (uint k = 0; k < TILE / 4; k += WG) {
         const uint i = base + 4 * (k + lid);
         if (i + 3 < n) {
-            const float4 v = vload4(0, x + i);
+            const float4 v = ((__global const float4 *)x)[i / 4];
             acc += (v.s0 + v.s1) + (v.s2 + v.s3);
         } else {
             for (uint e = i; e < min(i + 4, n); ++e)
@@ -35,7 +35,7 @@ void tile_sums(__global const float *restrict x, const uint n, __global float *r
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void scan_sums(__global float *restrict sums, const uint tiles)
 {
-    __local float tmp[WG];
+    __local float tmp[2 * WG + 1];
     const uint lid = get_local_id(0);
     float carry = 0.0f;
     for (uint base = 0; base < tiles; base += WG) {
@@ -44,7 +44,7 @@ void scan_sums(__global float *restrict sums, const uint tiles)
         const float incl = wg_scan_inclusive(v, tmp);
         if (i < tiles)
             sums[i] = carry + incl - v;       // exclusive
-        carry += tmp[WG - 1];
+        carry += tmp[WG_TOTAL];
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 }
@@ -53,10 +53,14 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void scan_tiles(__global const float *restrict x, __global float *restrict y, const uint n,
                 __global const float *restrict prefix)
 {
-    __local float buf[TILE + TILE / 32];
-    __local float tmp[WG];
+    __local float tmp[2 * WG + 1];
+    __local float4 stage[STAGE_SIZE];
     const uint base = get_group_id(0) * TILE;
-    load_tile(x, n, base, buf);
-    scan_tile(buf, tmp, prefix[get_group_id(0)]);
-    store_tile(y, n, base, buf);
+    float4 v[Q];
+    float before;
+    load_items(x, n, base, v, stage);
+    scan_items(v, tmp, &before);
+    const float add = prefix[get_group_id(0)] + before;
+    add_items(v, add);
+    store_items(y, n, base, v, stage);
 }

@@ -13,7 +13,7 @@ void population(__global const float *restrict scores, __global const uchar *res
                 const int n, const int npos, __global float *restrict fitness)
 {
     __local ulong keys[NP];
-    __local T tmp[WG];
+    __local T tmp[2 * WG + 1];
     const int lid = get_local_id(0);
     const size_t row = (size_t)get_group_id(0) * n;
     for (int i = lid; i < NP; i += WG) {
@@ -51,12 +51,12 @@ void population(__global const float *restrict scores, __global const uchar *res
         const T tp = carry + wg_scan_inclusive(i < n ? (T)labels[(uint)keys[i]] : 0, tmp);
         if (i < n)
             acc += tp;
-        carry += tmp[WG - 1];
+        carry += tmp[WG_TOTAL];
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 #endif
     wg_scan_inclusive(acc, tmp);                             // its last value is the total
-    const T sum = tmp[WG - 1];
+    const T sum = tmp[WG_TOTAL];
     if (lid == 0) {
         const float nn = (float)n, p = (float)npos;
         const float all = 0.5f * nn * (nn + 1.0f);

@@ -1,62 +1,109 @@
-// Shared by the device-wide scans: moving a tile of TILE = ITEMS * WG floats
-// between global memory and local memory. Global accesses are coalesced
-// float4s (scalar ones at a ragged end of the array); in local memory every
-// 32nd float is followed by a spare word, so that a work-item reading its
-// ITEMS consecutive floats does not hit the same bank as its neighbours.
+// Shared by the device-wide scans: a tile of TILE = ITEMS * WG floats, each
+// work-item holding ITEMS consecutive ones in registers as ITEMS/4 float4s.
+// STAGE = 0: each work-item loads and stores its own floats directly. Across a
+// warp the accesses are then ITEMS floats apart: one instruction uses part of
+// each cache line it touches, and the next instructions of the same
+// work-items use the rest while the lines are still in the cache. The
+// accesses go through float4 pointers (the tile's start is a multiple of 4
+// and buffers are aligned): only then does the compiler issue 16-byte loads,
+// where vload4 on a float pointer may become four 4-byte ones. Scalar
+// accesses at a ragged end of the array. Every loop has a constant trip count
+// and is unrolled, so the float4s stay in registers.
 #define TILE (ITEMS * WG)
-#define SKEW(j) ((j) + ((j) >> 5))
+#define Q (ITEMS / 4)
 
-void load_tile(__global const float *x, const uint n, const uint base, __local float *buf)
+#if STAGE
+// STAGE = 1: the tile passes through local memory on its way in and out, so
+// that global memory sees neighbouring work-items read and write neighbouring
+// float4s (one full line per quarter warp), and each work-item then takes its
+// ITEMS consecutive floats from local memory. One spare float4 after every 8
+// keeps both local access patterns free of bank conflicts.
+#define PAD4(j) ((j) + ((j) >> 3))
+#define STAGE_SIZE (TILE / 4 + TILE / 32)
+#else
+#define STAGE_SIZE 1
+#endif
+
+float4 load4(__global const float *x, const uint n, const uint i)
 {
-    const uint lid = get_local_id(0);
-    for (uint k = 0; k < TILE / 4; k += WG) {
-        const uint j = 4 * (k + lid), i = base + j;
-        float4 v;
-        if (i + 3 < n)
-            v = vload4(0, x + i);
-        else
-            v = (float4)(i < n ? x[i] : 0.0f, i + 1 < n ? x[i + 1] : 0.0f,
-                         i + 2 < n ? x[i + 2] : 0.0f, 0.0f);
-        buf[SKEW(j)] = v.s0;
-        buf[SKEW(j + 1)] = v.s1;
-        buf[SKEW(j + 2)] = v.s2;
-        buf[SKEW(j + 3)] = v.s3;
+    if (i + 3 < n)
+        return ((__global const float4 *)x)[i / 4];
+    return (float4)(i < n ? x[i] : 0.0f, i + 1 < n ? x[i + 1] : 0.0f,
+                    i + 2 < n ? x[i + 2] : 0.0f, i + 3 < n ? x[i + 3] : 0.0f);
+}
+
+void store4(__global float *y, const uint n, const uint i, const float4 v)
+{
+    if (i + 3 < n) {
+        ((__global float4 *)y)[i / 4] = v;
+    } else {
+        if (i < n) y[i] = v.s0;
+        if (i + 1 < n) y[i + 1] = v.s1;
+        if (i + 2 < n) y[i + 2] = v.s2;
     }
 }
 
-void store_tile(__global float *y, const uint n, const uint base, __local const float *buf)
+void load_items(__global const float *x, const uint n, const uint base, float4 *v,
+                __local float4 *stage)
 {
     const uint lid = get_local_id(0);
-    for (uint k = 0; k < TILE / 4; k += WG) {
-        const uint j = 4 * (k + lid), i = base + j;
-        const float4 v = (float4)(buf[SKEW(j)], buf[SKEW(j + 1)], buf[SKEW(j + 2)], buf[SKEW(j + 3)]);
-        if (i + 3 < n) {
-            vstore4(v, 0, y + i);
-        } else {
-            if (i < n) y[i] = v.s0;
-            if (i + 1 < n) y[i + 1] = v.s1;
-            if (i + 2 < n) y[i + 2] = v.s2;
-        }
-    }
-}
-
-// Scan the tile in local memory in place: each work-item its ITEMS
-// consecutive floats, then the work-group the work-items' totals. Adds
-// `offset` to every element; returns the tile's total (all work-items).
-float scan_tile(__local float *buf, __local float *tmp, const float offset)
-{
-    const uint lid = get_local_id(0);
+#if STAGE
+#pragma unroll
+    for (int k = 0; k < Q; ++k)
+        stage[PAD4(k * WG + lid)] = load4(x, n, base + 4 * (k * WG + lid));
     barrier(CLK_LOCAL_MEM_FENCE);
-    float run[ITEMS];
+#pragma unroll
+    for (int q = 0; q < Q; ++q)
+        v[q] = stage[PAD4(lid * Q + q)];
+    // no barrier here: the scan's barriers come before store_items reuses stage
+#else
+#pragma unroll
+    for (int q = 0; q < Q; ++q)
+        v[q] = load4(x, n, base + lid * ITEMS + 4 * q);
+#endif
+}
+
+void store_items(__global float *y, const uint n, const uint base, const float4 *v,
+                 __local float4 *stage)
+{
+    const uint lid = get_local_id(0);
+#if STAGE
+#pragma unroll
+    for (int q = 0; q < Q; ++q)
+        stage[PAD4(lid * Q + q)] = v[q];
+    barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+    for (int k = 0; k < Q; ++k)
+        store4(y, n, base + 4 * (k * WG + lid), stage[PAD4(k * WG + lid)]);
+#else
+#pragma unroll
+    for (int q = 0; q < Q; ++q)
+        store4(y, n, base + lid * ITEMS + 4 * q, v[q]);
+#endif
+}
+
+// Scan the tile: each work-item its ITEMS values in registers, then the
+// work-group the work-items' totals. Afterwards v holds inclusive sums within
+// the work-item, *before the total of the work-items to its left; returns the
+// tile's total.
+float scan_items(float4 *v, __local float *tmp, float *before)
+{
     float total = 0.0f;
-    for (int k = 0; k < ITEMS; ++k) {
-        total += buf[SKEW(lid * ITEMS + k)];
-        run[k] = total;
+#pragma unroll
+    for (int q = 0; q < Q; ++q) {
+        v[q].s0 += total;
+        v[q].s1 += v[q].s0;
+        v[q].s2 += v[q].s1;
+        v[q].s3 += v[q].s2;
+        total = v[q].s3;
     }
-    const float before = offset + wg_scan_inclusive(total, tmp) - total;
-    const float tile_total = tmp[WG - 1];
-    for (int k = 0; k < ITEMS; ++k)
-        buf[SKEW(lid * ITEMS + k)] = before + run[k];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return tile_total;
+    *before = wg_scan_inclusive(total, tmp) - total;
+    return tmp[WG_TOTAL];
+}
+
+void add_items(float4 *v, const float add)
+{
+#pragma unroll
+    for (int q = 0; q < Q; ++q)
+        v[q] += add;
 }
