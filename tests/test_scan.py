@@ -1,0 +1,104 @@
+"""Chapter 7's scans and fitness on the local OpenCL device: odd sizes, one
+element, several blocks and tiles, and the fitness against NumPy with ties."""
+import numpy as np
+import pyopencl.array as cla
+import pytest
+
+import gpubook as gb
+from gpubook import scan as sc
+
+
+@pytest.fixture(scope="module")
+def cl_env():
+    device, ctx, queue, _, _ = gb.open_device()
+    return device, ctx, queue
+
+
+def test_fitness_is_auc_minus_a_half_and_ties_go_to_the_lower_index():
+    scores, labels = sc.make_population(20, 300)
+    ref = sc.fitness_reference(scores, labels)
+    assert ref.shape == (20,) and np.all(np.abs(ref) <= 0.5)
+    for s, f in zip(scores, ref):
+        assert f == pytest.approx(sc.auc(s, labels) - 0.5, abs=1e-12)
+    # all scores tied: the order is the index order
+    tied = np.zeros(4)
+    assert sc.fitness_reference(tied, np.array([1, 0, 1, 0])) == pytest.approx(
+        sc.fitness_reference(-np.arange(4.0), np.array([1, 0, 1, 0])))
+    assert sc.fitness_reference(np.array([3.0, 2, 1, 0]), np.array([1, 1, 0, 0])) == pytest.approx(0.5)
+    assert sc.fitness_reference(np.array([0.0, 1, 2, 3]), np.array([1, 1, 0, 0])) == pytest.approx(-0.5)
+
+
+@pytest.mark.parametrize("scores, labels, message", [
+    ([0.1, np.nan], [1, 0], "NaN"), ([0.1, 0.2], [1, 1], "all 2 examples are positive"),
+    ([0.1], [0], "all 1 examples are negative"), ([0.1, 0.2], [1, 0, 1], "labels")])
+def test_bad_input_is_refused(scores, labels, message):
+    with pytest.raises(ValueError, match=message):
+        sc.fitness_reference(np.array(scores), np.array(labels))
+
+
+@pytest.mark.parametrize("step", sc.LIST_STEPS)
+@pytest.mark.parametrize("n", [2, 33, 1000, 5000])
+def test_list_fitness_exact(cl_env, step, n):
+    _, ctx, queue = cl_env
+    y = (np.random.default_rng(n).random(n) < 0.35).astype(np.int32)
+    y[:2] = (0, 1)
+    buf = cla.to_device(queue, y)
+    ref = sc.fitness_reference(-np.arange(n, dtype=np.float64), y)
+    for wg in (32, 128):
+        assert sc.ListFitness(ctx, queue, step, wg=wg, items=4).fitness(buf.data, n) == pytest.approx(ref, abs=1e-12)
+
+
+def test_list_fitness_refuses_one_class_and_bad_work_groups(cl_env):
+    _, ctx, queue = cl_env
+    buf = cla.to_device(queue, np.ones(10, np.int32))
+    with pytest.raises(ValueError, match="one class"):
+        sc.ListFitness(ctx, queue, "1_hillis_steele", wg=32).fitness(buf.data, 10)
+    with pytest.raises(ValueError, match="not a power of two"):
+        sc.ListFitness(ctx, queue, "2_work_efficient", wg=48)
+    with pytest.raises(ValueError, match="unknown step"):
+        sc.ListFitness(ctx, queue, "3_fast")
+
+
+@pytest.mark.parametrize("step", sc.DEVICE_STEPS)
+@pytest.mark.parametrize("stage", [False, True])
+def test_device_scan_odd_sizes_one_element_many_tiles(cl_env, step, stage):
+    _, ctx, queue = cl_env
+    ds = sc.DeviceScan(ctx, queue, step, wg=64, items=8, stage=stage)   # tiles of 512
+    for n in (1, 3, 511, 512, 513, 40_000):
+        x = np.random.default_rng(n).random(n, dtype=np.float32)
+        src, dst = cla.to_device(queue, x), cla.zeros(queue, n, np.float32)
+        for _ in range(2):  # a second scan of the same size reuses the status words
+            ds.enqueue(src.data, dst.data, n)
+            ref = np.cumsum(x, dtype=np.float64)
+            assert np.max(np.abs(dst.get() - ref)) <= 1e-5 * ref[-1]
+
+
+def test_device_scan_refuses_bad_shapes(cl_env):
+    _, ctx, queue = cl_env
+    with pytest.raises(ValueError, match="multiple of 4"):
+        sc.DeviceScan(ctx, queue, "4_single_pass", items=6)
+    with pytest.raises(ValueError, match="look-back window"):
+        sc.DeviceScan(ctx, queue, "4_single_pass", wg=32, look=64)
+    with pytest.raises(ValueError, match="1 to 2"):
+        sc.DeviceScan(ctx, queue, "4_single_pass").enqueue(None, None, 0)
+
+
+@pytest.mark.parametrize("shortcut", [False, True])
+@pytest.mark.parametrize("n", [2, 100, 256, 700])
+def test_population_matches_numpy_with_ties(cl_env, shortcut, n):
+    _, ctx, queue = cl_env
+    scores, labels = sc.make_population(17, n, levels=8)   # many ties
+    scores[0, :2] = (-0.0, 0.0)                            # -0 and +0 are a tie too
+    got = sc.Population(ctx, queue, n, shortcut, wg=64).fitness(scores, labels)
+    assert np.max(np.abs(got - sc.fitness_reference(scores, labels))) <= 1e-6
+
+
+def test_population_refuses_what_has_no_fitness(cl_env):
+    _, ctx, queue = cl_env
+    with pytest.raises(ValueError, match="n = 1"):
+        sc.Population(ctx, queue, 1, True, wg=32)
+    pop = sc.Population(ctx, queue, 4, True, wg=32)
+    with pytest.raises(ValueError, match="NaN"):
+        pop.fitness(np.array([[0.1, np.nan, 0.3, 0.4]], np.float32), np.array([1, 0, 0, 1]))
+    with pytest.raises(ValueError, match="built for n = 4"):
+        pop.fitness(np.zeros((2, 5), np.float32), np.array([1, 0, 0, 1, 0]))
