@@ -1,0 +1,105 @@
+"""Chapter 8's includ (Miller's AS 274) on the local OpenCL device against
+NumPy: random, weighted, zero rows, collinear columns, m < n, refusals."""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import gpubook as gb
+from gpubook import lsq
+
+
+@pytest.fixture(scope="module")
+def cl_env():
+    device, ctx, queue, _, _ = gb.open_device()
+    if not gb.has_fp64(device):
+        pytest.skip("this OpenCL device has no fp64")
+    return device, ctx, queue
+
+
+def test_packing():
+    n = 6
+    assert lsq.packed_size(n) == 15
+    assert [lsq.row_start(i, n) for i in range(n)] == [0, 5, 9, 12, 14, 15]
+    f = lsq.Factor(np.ones(3), np.array([1.0, 2.0, 3.0]), np.zeros(3), 0.0)
+    assert np.array_equal(f.r(), [[1, 1, 2], [0, 1, 3], [0, 0, 1]])
+
+
+def test_reference_factorises_and_gives_nested_rss():
+    x, y = lsq.make_problem(200, 12)
+    w = np.random.default_rng(2).uniform(0.2, 3.0, 200)
+    f = lsq.includ_reference(x, y, w)
+    assert lsq.factor_error(f, x, w) < 1e-13
+    rss = f.rss_nested()
+    for k in (1, 4, 12):
+        assert rss[k] == pytest.approx(lsq.rss_lstsq(x[:, :k], y, w), rel=1e-10)
+    assert rss[0] == pytest.approx(np.sum(w * y * y), rel=1e-12)
+
+
+@pytest.mark.parametrize("step", lsq.STEPS)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_device_includ_matches_the_reference(cl_env, step, weighted):
+    _, ctx, queue = cl_env
+    x, y = lsq.make_problem(150, 37, seed=3)
+    w = np.random.default_rng(4).uniform(0.1, 5, 150) if weighted else None
+    ref = lsq.includ_reference(x, y, w)
+    for wg in ([None] if step == "1_sequential" else [32, 128]):
+        got = lsq.Includ(ctx, queue, 37, step, wg=wg).run(x, y, w)
+        assert np.allclose(got.d, ref.d, rtol=1e-12) and np.allclose(got.rbar, ref.rbar, atol=1e-12)
+        assert np.allclose(got.thetab, ref.thetab, atol=1e-12)
+        assert got.sserr == pytest.approx(ref.sserr, rel=1e-10)
+
+
+@pytest.mark.parametrize("step", lsq.STEPS)
+def test_zero_rows_zero_weights_and_rows_in_pieces(cl_env, step):
+    _, ctx, queue = cl_env
+    x, y = lsq.make_problem(90, 20, seed=5)
+    x[3] = 0.0
+    x[8, 4:9] = 0.0
+    w = np.ones(90)
+    w[11] = 0.0
+    inc = lsq.Includ(ctx, queue, 20, step)
+    data = inc.upload(x, y, w)
+    for row0 in range(0, 90, 25):          # several launches continue one factorisation
+        inc.enqueue(data, row0, min(25, 90 - row0))
+    got, ref = inc.factor(), lsq.includ_reference(x, y, w)
+    assert np.allclose(got.d, ref.d, rtol=1e-12) and got.sserr == pytest.approx(ref.sserr, rel=1e-10)
+
+
+def test_collinear_columns_still_factorise(cl_env):
+    _, ctx, queue = cl_env
+    x, y = lsq.make_problem(120, 15, seed=6)
+    x[:, 7] = 2.0 * x[:, 6]
+    got = lsq.Includ(ctx, queue, 15, "2_row_group").run(x, y)
+    assert lsq.factor_error(got, x) < 1e-12
+    assert got.d[7] < 1e-20 * got.d[6]      # the dependent column leaves (almost) nothing on the diagonal
+
+
+def test_fewer_rows_than_columns(cl_env):
+    _, ctx, queue = cl_env
+    x, y = lsq.make_problem(8, 12, seed=7)
+    got = lsq.Includ(ctx, queue, 12, "2_row_group").run(x, y)
+    assert lsq.factor_error(got, x) < 1e-12
+    assert np.count_nonzero(got.d > 1e-12) == 8
+
+
+def test_refusals(cl_env):
+    device, ctx, queue = cl_env
+    with pytest.raises(ValueError, match="local memory"):
+        lsq.Includ(ctx, queue, device.local_mem_size // 8 + 1, "2_row_group")
+    with pytest.raises(ValueError, match="unknown step"):
+        lsq.Includ(ctx, queue, 4, "3_blocked")
+    inc = lsq.Includ(ctx, queue, 4, "1_sequential")
+    with pytest.raises(ValueError, match="rows of 4"):
+        inc.upload(np.zeros((3, 5)), np.zeros(3))
+    with pytest.raises(ValueError, match="NaN"):
+        inc.upload(np.full((3, 4), np.nan), np.zeros(3))
+    with pytest.raises(ValueError, match="negative"):
+        inc.upload(np.zeros((3, 4)), np.zeros(3), -np.ones(3))
+
+
+def test_no_fp64_is_a_clear_error():
+    dev = SimpleNamespace(double_fp_config=0, extensions="", name="Tiny GPU")
+    queue = SimpleNamespace(device=dev)
+    with pytest.raises(ValueError, match="no fp64"):
+        lsq.Includ(None, queue, 4, "1_sequential")
