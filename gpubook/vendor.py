@@ -224,7 +224,10 @@ def measure(device, figures=tuple(FIGURES), shapes=None, scale=None, quiet=False
         torch.backends.cuda.matmul.allow_tf32 = tf32
     _say(f"measured {', '.join(found)} on {device.name.strip()} with PyTorch {torch.__version__} "
          f"(CUDA {torch.version.cuda}) in this run", quiet)
-    save(device, size, found)
+    # vendor.json keeps the standard shapes only; a chapter records its own shapes itself
+    standard = {f: e for f, e in found.items() if tuple(e["shape"]) == getattr(FIGURES[f], size)}
+    if standard:
+        save(device, size, standard)
     return found
 
 

@@ -100,11 +100,16 @@ def test_measured_figures_are_timed_recorded_and_merged(monkeypatch, capsys, res
     assert entry["rel_error"] == 1e-7 and entry["unit"] == "GB/s read"
     assert "measured sum on NVIDIA H200" in one_line(capsys)
 
-    FakeEvent.times = [1.0] * 11
-    vendor.measure(H200, "xtx", scale="small")
+    assert not (results / "nvidia-h200" / "vendor.json").exists()  # a chapter's own shape is not the standard
+    FakeEvent.times = [1.0] * 31
+    vendor.measure(H200, ("xtx", "sum"), scale="small")
     assert used["xtx"][0] == vendor.FIGURES["xtx"].small
     stored = json.loads((results / "nvidia-h200" / "vendor.json").read_text())
     assert stored["device"] == "NVIDIA H200" and set(stored["data"]) == {"sum", "xtx"}
+    entry = stored["data"]["sum"]
+    FakeEvent.times = [1.0] * 11
+    vendor.measure(H200, "xtx", scale="small")  # measuring one figure again keeps the others
+    assert set(json.loads((results / "nvidia-h200" / "vendor.json").read_text())["data"]) == {"sum", "xtx"}
     assert stored["data"]["xtx"]["rate"] == pytest.approx(vendor.amount("xtx", vendor.FIGURES["xtx"].small) / 1e-3)
 
     line = vendor.recorded_lines("sum")[0]
