@@ -3,6 +3,7 @@ NumPy: random, weighted, zero rows, collinear columns, m < n, refusals."""
 from types import SimpleNamespace
 
 import numpy as np
+import pyopencl as cl
 import pytest
 
 import gpubook as gb
@@ -103,3 +104,47 @@ def test_no_fp64_is_a_clear_error():
     queue = SimpleNamespace(device=dev)
     with pytest.raises(ValueError, match="no fp64"):
         lsq.Includ(None, queue, 4, "1_sequential")
+
+
+def test_unrank_enumerates_every_subset_once():
+    from itertools import combinations
+    from math import comb
+
+    for p, k in ((6, 1), (7, 3), (9, 5)):
+        got = [lsq.unrank(g, k, p) for g in range(comb(p, k))]
+        assert sorted(got) == list(combinations(range(p), k))
+
+
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_subset_search_matches_numpy_and_lstsq(cl_env, k):
+    _, ctx, queue = cl_env
+    x, y = lsq.make_problem(400, 13, seed=9)
+    perm = np.random.default_rng(k).permutation(12) + 1          # hide the useful candidates
+    x = x[:, np.concatenate([[0], perm])]
+    xtx, xty, yty = lsq.cross_products(lsq.includ_reference(x, y), y @ y)
+    search = lsq.SubsetSearch(ctx, queue, 12, k, wg=32)
+    search.enqueue(search.upload(xtx, xty), yty)
+    rss = np.empty(search.count)
+    cl.enqueue_copy(queue, rss, search.rss)
+    ref, subs = lsq.subsets_numpy(xtx, xty, yty, k)
+    by_subset = {tuple(s): r for s, r in zip(subs, ref)}
+    for g, r in enumerate(rss):
+        assert r == pytest.approx(by_subset[lsq.unrank(g, k, 12)], rel=1e-9)
+    best, sub = search.best(xtx, xty, yty)
+    assert sub == tuple(subs[np.argmin(ref)])
+    assert best == pytest.approx(lsq.rss_lstsq(x[:, [0] + [c + 1 for c in sub]], y), rel=1e-8)
+
+
+def test_collinear_subsets_are_infinite_and_bad_k_refused(cl_env):
+    _, ctx, queue = cl_env
+    x, y = lsq.make_problem(100, 5, seed=10)
+    x[:, 2] = x[:, 1]
+    xtx, xty, yty = x.T @ x, x.T @ y, y @ y
+    search = lsq.SubsetSearch(ctx, queue, 4, 2, wg=32)
+    search.enqueue(search.upload(xtx, xty), yty)
+    rss = np.empty(search.count)
+    cl.enqueue_copy(queue, rss, search.rss)
+    bad = [g for g in range(search.count) if lsq.unrank(g, 2, 4) == (0, 1)]
+    assert np.isinf(rss[bad]).all() and np.isfinite(np.delete(rss, bad)).all()
+    with pytest.raises(ValueError, match="subset size"):
+        lsq.SubsetSearch(ctx, queue, 4, 5)

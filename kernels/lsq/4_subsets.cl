@@ -1,0 +1,62 @@
+// Step 4: every subset of K of the P candidate regressors (the intercept always
+// in), one subset per work-item, from the small cross-product X'X = R'DR and
+// X'y that the factorisation gives. Work-item g finds its subset by unranking
+// g in the combinatorial number system (rank = sum over i of C(c_i, i) for
+// c_1 < ... < c_K), copies the (K+1) x (K+1) block of X'X and the K+1 values of
+// X'y into private memory, factors the block by Cholesky and writes the
+// residual sum of squares y'y - z'z, with L z = (X'y)_S. A block that is not
+// positive definite (exactly collinear columns) gets +infinity.
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#define S (K + 1)
+
+__kernel void subset_rss(__global const double *restrict a, __global const double *restrict b,
+                         const double yty, const ulong count, __global const ulong *restrict binom,
+                         __global double *restrict rss)
+{
+    const ulong g = get_global_id(0);
+    if (g >= count)
+        return;
+    int cols[S];
+    cols[0] = 0;                                   // the intercept, column 0 of X'X
+    ulong r = g;
+    int c = P;
+    for (int i = K; i >= 1; --i) {                 // binom[c * (K + 1) + i] = C(c, i)
+        c -= 1;
+        while (binom[c * (K + 1) + i] > r)
+            --c;
+        r -= binom[c * (K + 1) + i];
+        cols[i] = c + 1;                           // candidate c is column c + 1
+    }
+    double l[S][S], z[S];
+    for (int i = 0; i < S; ++i) {
+        for (int j = 0; j <= i; ++j)
+            l[i][j] = a[cols[i] * (P + 1) + cols[j]];
+        z[i] = b[cols[i]];
+    }
+    for (int j = 0; j < S; ++j) {                  // Cholesky, column by column
+        double diag = l[j][j];
+        for (int k = 0; k < j; ++k)
+            diag -= l[j][k] * l[j][k];
+        if (!(diag > 1e-12 * a[cols[j] * (P + 1) + cols[j]])) {
+            rss[g] = INFINITY;
+            return;
+        }
+        diag = sqrt(diag);
+        l[j][j] = diag;
+        for (int i = j + 1; i < S; ++i) {
+            double v = l[i][j];
+            for (int k = 0; k < j; ++k)
+                v -= l[i][k] * l[j][k];
+            l[i][j] = v / diag;
+        }
+    }
+    double fit = 0.0;
+    for (int i = 0; i < S; ++i) {                  // forward substitution, L z = X'y
+        double v = z[i];
+        for (int k = 0; k < i; ++k)
+            v -= l[i][k] * z[k];
+        z[i] = v / l[i][i];
+        fit += z[i] * z[i];
+    }
+    rss[g] = yty - fit;
+}
