@@ -1,6 +1,7 @@
 """Choosing an OpenCL device without ever prompting, and describing it."""
 import os
 
+import numpy as np
 import pyopencl as cl
 
 INSTALL_HINT = (
@@ -142,3 +143,12 @@ def check_work_group(device, size, local_bytes=0):
 def require_fp64(device):
     if not has_fp64(device):
         raise ValueError(f"{device.name.strip()} has no fp64 support (cl_khr_fp64)")
+
+
+def pinned_empty(ctx, queue, shape, dtype=np.float32):
+    """A host array in page-locked memory (a mapped ALLOC_HOST_PTR buffer): the
+    memory a GPU's copy engine reads at full speed. Release with `.base.release(queue)`."""
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR, nbytes)
+    arr, _ = cl.enqueue_map_buffer(queue, buf, cl.map_flags.READ | cl.map_flags.WRITE, 0, shape, dtype)
+    return arr

@@ -2,6 +2,7 @@
 import numpy as np
 import pyopencl as cl
 
+from .device import pinned_empty
 from .kernels import kernel
 from .records import recorded_limits
 from .scale import scale
@@ -45,11 +46,8 @@ def h2d_gbs(ctx, queue, device):
     if recorded is not None:
         return recorded["h2d_gbs"]
     nbytes = 2**26 if scale(device) == "full" else 2**22
-    mf = cl.mem_flags
-    host_buf = cl.Buffer(ctx, mf.READ_WRITE | mf.ALLOC_HOST_PTR, nbytes)
-    host, _ = cl.enqueue_map_buffer(queue, host_buf, cl.map_flags.READ | cl.map_flags.WRITE,
-                                    0, (nbytes,), np.uint8)
-    dev = cl.Buffer(ctx, mf.READ_WRITE, nbytes)
+    host = pinned_empty(ctx, queue, (nbytes,), np.uint8)
+    dev = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, nbytes)
     t = time_events(lambda: cl.enqueue_copy(queue, dev, host, is_blocking=False), repeats=5)
     host.base.release(queue)
     return nbytes / t.median / 1e9

@@ -19,17 +19,9 @@ import pyopencl as cl
 
 from .covariance import (COL_PAD, ROW_PAD, SUM_ROWS, launch_centre, launch_col_sums, launch_finish,
                          launch_tiles, round_up)
+from .device import pinned_empty
 
 MIN_PAIR_ROWS = 8 * ROW_PAD  # fewer rows per launch and launch overhead dominates
-
-
-def pinned_empty(ctx, queue, shape, dtype=np.float32):
-    """A host array in page-locked memory (a mapped ALLOC_HOST_PTR buffer): the
-    memory a GPU's copy engine reads at full speed. Release with `.base.release()`."""
-    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
-    buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR, nbytes)
-    arr, _ = cl.enqueue_map_buffer(queue, buf, cl.map_flags.READ | cl.map_flags.WRITE, 0, shape, dtype)
-    return arr
 
 
 def stream_bytes(n, rows):
