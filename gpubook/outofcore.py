@@ -24,6 +24,16 @@ from .device import pinned_empty
 MIN_PAIR_ROWS = 8 * ROW_PAD  # fewer rows per launch and launch overhead dominates
 
 
+def mean_offsets(queue, partial, zeros, sums, width, m):
+    """d = mean - shift for `width` columns, from the accumulated partial sums of
+    shifted data: the second column-sums pass, read back, divided by m (float64).
+    Returns (d, the event of the pass)."""
+    event = launch_col_sums(queue, partial, zeros, sums, SUM_ROWS, width, rows=1)
+    out = np.empty(width, np.float32)
+    cl.enqueue_copy(queue, out, sums)
+    return out.astype(np.float64) / m, event
+
+
 def stream_bytes(n, rows):
     """Device bytes of a Stream with blocks of `rows` rows: S, C, two raw slots,
     one padded block, and the column sums."""
@@ -77,7 +87,6 @@ class Stream:
         if n != self.n or x.dtype != np.float32:
             raise ValueError(f"expected float32 data with {self.n} columns, got {x.dtype} {x.shape}")
         cl.enqueue_copy(self.queue, self.shift, np.ascontiguousarray(x[0]))
-        self.queue.finish()
         copies, kernels, free = [], [], [None, None]
         for k, (i0, rows) in enumerate(blocks(m, self.rows)):
             slot = k % 2
@@ -96,11 +105,8 @@ class Stream:
             self.queue.flush()
             copies.append(("block", copy))
             kernels += [("sums", e_sum), ("centre", e_centre), ("tiles", e_tiles)]
-        kernels.append(("sums", launch_col_sums(self.queue, self.partial, self.zeros, self.sums,
-                                                SUM_ROWS, n, rows=1)))
-        sums = np.empty(n, np.float32)
-        cl.enqueue_copy(self.queue, sums, self.sums)
-        d = sums.astype(np.float64) / m  # mean - shift
+        d, e_sums = mean_offsets(self.queue, self.partial, self.zeros, self.sums, n, m)
+        kernels.append(("sums", e_sums))
         cl.enqueue_copy(self.queue, self.d, d.astype(np.float32))
         kernels.append(("finish", launch_finish(self.queue, self.s, self.np_, self.c, n, n,
                                                 self.d, self.d, 1.0 / m)))
@@ -209,10 +215,7 @@ class TilePairs:
                 step += 1
             (j1, w1), (j2, w2) = pp
             if diag:
-                launch_col_sums(self.queue, self.partial, self.zeros, self.sums, SUM_ROWS, w1, rows=1)
-                sums = np.empty(w1, np.float32)
-                cl.enqueue_copy(self.queue, sums, self.sums)
-                d[j1:j1 + w1] = sums.astype(np.float64) / m
+                d[j1:j1 + w1], _ = mean_offsets(self.queue, self.partial, self.zeros, self.sums, w1, m)
             cl.enqueue_copy(self.queue, self.ds[0], d[j1:j1 + w1].astype(np.float32))
             cl.enqueue_copy(self.queue, self.ds[1], d[j2:j2 + w2].astype(np.float32))
             kernels.append(("finish", launch_finish(self.queue, self.s, self.width, self.c, w1, w2,
