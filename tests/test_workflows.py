@@ -1,0 +1,70 @@
+"""The GitHub workflows: actionlint finds nothing in them, the site is published
+with `make book` and pull requests run `make test`."""
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+WORKFLOWS = ROOT / ".github" / "workflows"
+
+
+def actionlint(*files):
+    """Run the actionlint that requirements.txt installs into the venv. ShellCheck
+    and pyflakes are left out so that every machine reports the same."""
+    exe = pathlib.Path(sys.executable).with_name("actionlint")
+    exe = str(exe) if exe.exists() else shutil.which("actionlint")
+    assert exe, "no actionlint: it comes with requirements.txt (make venv)"
+    return subprocess.run([exe, "-no-color", "-shellcheck=", "-pyflakes=", *map(str, files)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def workflow(name):
+    path = WORKFLOWS / name
+    assert path.exists(), f"missing {path.relative_to(ROOT)}"
+    return yaml.safe_load(path.read_text())
+
+
+def triggers(wf):
+    return wf.get("on", wf.get(True))  # YAML 1.1 reads a bare `on` key as True
+
+
+def runs(wf):
+    return [step.get("run", "") for job in wf["jobs"].values() for step in job["steps"]]
+
+
+def uses(wf):
+    return [step.get("uses", "").split("@")[0] for job in wf["jobs"].values() for step in job["steps"]]
+
+
+def test_actionlint_finds_nothing():
+    files = sorted(WORKFLOWS.glob("*.yml")) + sorted(WORKFLOWS.glob("*.yaml"))
+    assert files, "no workflows found"
+    result = actionlint(*files)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_actionlint_reports_a_broken_workflow(tmp_path):
+    text = (WORKFLOWS / "test.yml").read_text()
+    broken = tmp_path / "broken.yml"
+    broken.write_text(text.replace("runs-on:", "run-on:"))
+    assert broken.read_text() != text
+    result = actionlint(broken)
+    assert result.returncode != 0
+    assert "runs-on" in result.stdout
+
+
+def test_pages_workflow_builds_the_book_and_deploys_it():
+    wf = workflow("pages.yml")
+    assert triggers(wf)["push"]["branches"] == ["main"]
+    assert "make book" in runs(wf)
+    assert {"actions/upload-pages-artifact", "actions/deploy-pages"} <= set(uses(wf))
+    assert wf["permissions"] == {"contents": "read", "pages": "write", "id-token": "write"}
+
+
+def test_test_workflow_runs_make_test_on_pull_requests():
+    wf = workflow("test.yml")
+    assert "pull_request" in triggers(wf)
+    assert "make test" in runs(wf)
