@@ -12,9 +12,12 @@ import numpy as np
 import pyopencl as cl
 
 from .device import check_work_group, default_work_group, require_fp64
-from .kernels import kernel
+from .kernels import build, kernel
 
 STEPS = ("1_sequential", "2_row_group")
+# Columns of X whose sqrt(d) falls below TOL times the column's weighted norm
+# count as linearly dependent on the columns before them (Miller's tolset/sing).
+TOL = 1e-10
 
 
 def packed_size(n):
@@ -44,6 +47,26 @@ class Factor:
         r[np.triu_indices(n, 1)] = self.rbar  # row by row, as rbar is packed
         return r
 
+    def triangular(self):
+        """(R with its diagonal, the rotated response z): the Householder form
+        sqrt(D) R and sqrt(D) thetab, as step 3 keeps it."""
+        root = np.sqrt(self.d)
+        return root[:, None] * self.r(), root * self.thetab
+
+    @classmethod
+    def from_triangular(cls, rt, z, sserr):
+        """Miller's form from an upper-triangular R (any signs) and z = Q'y."""
+        n = len(z)
+        diag = np.diag(rt).copy()
+        safe = np.where(diag == 0.0, 1.0, diag)
+        unit = np.where(diag[:, None] == 0.0, 0.0, rt / safe[:, None])
+        return cls(diag**2, unit[np.triu_indices(n, 1)].copy(), np.where(diag == 0.0, 0.0, z / safe),
+                   float(sserr))
+
+    def column_norms(self):
+        """sqrt of the diagonal of X'WX = R'DR, without the data."""
+        return np.sqrt(np.einsum("i,ij,ij->j", self.d, self.r(), self.r()))
+
     def rss_nested(self):
         """Residual sums of squares of the models with the first k columns, k = 0..n."""
         tail = self.d * self.thetab**2
@@ -53,30 +76,57 @@ class Factor:
 def includ_reference(x, y, w=None, factor=None):
     """Miller's includ in float64, row after row (the inner loop vectorised)."""
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    m, n = x.shape
-    w = np.ones(m) if w is None else np.asarray(w, np.float64)
-    f = Factor.empty(n) if factor is None else factor
-    for row in range(m):
-        xrow, weight, yelem = x[row].copy(), w[row], y[row]
-        for i in range(n):
-            if weight == 0.0:
-                break
-            xi = xrow[i]
-            if xi == 0.0:
-                continue
-            dpi = f.d[i] + weight * xi * xi
-            cbar, sbar = f.d[i] / dpi, weight * xi / dpi
-            weight *= cbar
-            f.d[i] = dpi
-            s = slice(row_start(i, n), row_start(i + 1, n))
-            xk = xrow[i + 1:].copy()
-            xrow[i + 1:] = xk - xi * f.rbar[s]
-            f.rbar[s] = cbar * f.rbar[s] + sbar * xk
-            yk = yelem
-            yelem = yk - xi * f.thetab[i]
-            f.thetab[i] = cbar * f.thetab[i] + sbar * yk
-        f.sserr += weight * yelem * yelem
+    w = np.ones(len(x)) if w is None else np.asarray(w, np.float64)
+    f = Factor.empty(x.shape[1]) if factor is None else factor
+    for row in range(len(x)):
+        include_row(f, x[row], y[row], w[row])
     return f
+
+
+def include_row(f, xrow, yelem, weight, first=0):
+    """One row into the factorisation; its columns before `first` are zero and
+    xrow holds columns first .. n-1."""
+    n = len(f.d)
+    xrow = np.concatenate([np.zeros(first), xrow])
+    for i in range(first, n):
+        if weight == 0.0:
+            break
+        xi = xrow[i]
+        if xi == 0.0:
+            continue
+        dpi = f.d[i] + weight * xi * xi
+        cbar, sbar = f.d[i] / dpi, weight * xi / dpi
+        weight *= cbar
+        f.d[i] = dpi
+        s = slice(row_start(i, n), row_start(i + 1, n))
+        xk = xrow[i + 1:].copy()
+        xrow[i + 1:] = xk - xi * f.rbar[s]
+        f.rbar[s] = cbar * f.rbar[s] + sbar * xk
+        yk = yelem
+        yelem = yk - xi * f.thetab[i]
+        f.thetab[i] = cbar * f.thetab[i] + sbar * yk
+    f.sserr += weight * yelem * yelem
+
+
+def sing(f, tol=TOL):
+    """Miller's sing: every column whose sqrt(d) is at most `tol` times its
+    weighted norm is linearly dependent on the columns before it. Its d,
+    row of R and thetab become zero, and what that row still held (weight d)
+    is included again into the rows below, so that R'DR and the residual sums
+    are unchanged. Returns the dependent columns; f is changed in place."""
+    n = len(f.d)
+    limit = tol * f.column_norms()
+    dependent = []
+    for i in range(n):
+        if np.sqrt(f.d[i]) > limit[i]:
+            continue
+        dependent.append(i)
+        s = slice(row_start(i, n), row_start(i + 1, n))
+        weight, xrow, yelem = f.d[i], f.rbar[s].copy(), f.thetab[i]
+        f.d[i], f.rbar[s], f.thetab[i] = 0.0, 0.0, 0.0
+        if weight > 0.0:
+            include_row(f, xrow, yelem, weight, first=i + 1)
+    return dependent
 
 
 def factor_error(f, x, w=None):
@@ -167,6 +217,127 @@ class Includ:
         self.reset()
         self.enqueue(self.upload(x, y, w), 0, len(x))
         return self.factor()
+
+
+class BlockedQR:
+    """Step 3: rows in blocks into R by blocked Householder reflections of
+    [R; block], over all the device's compute units (kernels/lsq/3_blocked.cl).
+
+    R is kept with its diagonal (n x (n+1), the response as column n); `factor`
+    gives Miller's form. nb: panel width; block_rows: rows per block."""
+
+    WGS, RPI, TN, QL, RL, RT = 128, 1, 32, 4, 8, 64
+
+    def __init__(self, ctx, queue, n, nb=32, block_rows=32768):
+        device = queue.device
+        require_fp64(device)
+        if n < 1 or nb < 1 or block_rows < 1:
+            raise ValueError("n, nb and block_rows must be positive")
+        self.ctx, self.queue, self.n, self.nb, self.ld = ctx, queue, n, int(nb), n + 1
+        local = max(8 * self.WGS * self.nb, 8 * self.QL * self.nb * self.TN)
+        check_work_group(device, max(self.WGS, self.TN * self.QL, self.TN * self.RL), local)
+        self.block_rows = int(min(block_rows, max(1, device.max_mem_alloc_size // (8 * self.ld))))
+        defines = {"NB": self.nb, "WGS": self.WGS, "RPI": self.RPI, "TN": self.TN, "QL": self.QL,
+                   "RL": self.RL, "RT": self.RT}
+        prg = build(ctx, "lsq/3_blocked.cl", defines)
+        self.k = {name: cl.Kernel(prg, name) for name in
+                  ("house_dots", "house_step", "trail_w", "trail_update", "column_ss")}
+        self.step = [cl.Kernel(prg, "house_step") for _ in range(2)]  # one per partial-sums parity
+        mf, ld = cl.mem_flags, self.ld
+        groups = self._groups(self.block_rows)
+        self.R = cl.Buffer(ctx, mf.READ_WRITE, 8 * n * ld)
+        self.B = cl.Buffer(ctx, mf.READ_WRITE, 8 * self.block_rows * ld)
+        self.part = [cl.Buffer(ctx, mf.READ_WRITE, 8 * groups * self.nb) for _ in range(2)]
+        self.tau = cl.Buffer(ctx, mf.READ_WRITE, 8 * n)
+        self.T, self.rnew = (cl.Buffer(ctx, mf.READ_WRITE, 8 * self.nb * self.nb) for _ in range(2))
+        self.W = cl.Buffer(ctx, mf.READ_WRITE, 8 * self.nb * ld)
+        self.sspart = cl.Buffer(ctx, mf.READ_WRITE, 8 * groups)
+        self.reset()
+
+    def _groups(self, b):
+        return -(-b // (self.WGS * self.RPI))
+
+    def reset(self):
+        cl.enqueue_fill_buffer(self.queue, self.R, np.zeros(1), 0, 8 * self.n * self.ld)
+        self.sserr = 0.0
+
+    def block(self, x, y, w=None):
+        """The rows as step 3 takes them: sqrt(w) * [x, y], float64, row-major."""
+        x = np.asarray(x, np.float64)
+        if x.ndim != 2 or x.shape[1] != self.n:
+            raise ValueError(f"expected rows of {self.n} values, got shape {x.shape}")
+        if not np.all(np.isfinite(x)) or not np.all(np.isfinite(y)):
+            raise ValueError("the data contain NaN or infinite values")
+        w = np.ones(len(x)) if w is None else np.asarray(w, np.float64)
+        if np.any(w < 0):
+            raise ValueError("weights must not be negative")
+        return np.sqrt(w)[:, None] * np.column_stack([x, np.asarray(y, np.float64)])
+
+    def upload(self, rows):
+        """Copy a block (from `block`, at most block_rows rows) to the device."""
+        if len(rows) > self.block_rows:
+            raise ValueError(f"a block holds at most {self.block_rows:,} rows")
+        return cl.enqueue_copy(self.queue, self.B, np.ascontiguousarray(rows))
+
+    def enqueue(self, b):
+        """Fold the b rows in the device's block buffer into R; returns the
+        events of the first and the last launch."""
+        q, n, nb, ld = self.queue, self.n, self.nb, self.ld
+        i32 = np.int32
+        groups = self._groups(b)
+        events = []
+        for k0 in range(0, n, nb):
+            pw = min(nb, n - k0)
+            events.append(self.k["house_dots"](q, (groups * self.WGS,), (self.WGS,), self.B, i32(b), i32(ld),
+                                               i32(k0), i32(pw), self.part[0]))
+            for jj in range(pw):
+                kern = self.step[jj % 2]
+                kern.set_args(self.B, self.R, i32(b), i32(ld), i32(k0), i32(pw), i32(jj), i32(groups),
+                              self.part[jj % 2], self.part[1 - jj % 2], self.tau, self.T, self.rnew)
+                cl.enqueue_nd_range_kernel(q, kern, (groups * self.WGS,), (self.WGS,))
+            trail = ld - (k0 + pw)
+            tiles = -(-trail // self.TN)
+            self.k["trail_w"](q, (tiles * self.TN * self.QL,), (self.TN * self.QL,), self.B, self.R, i32(b),
+                              i32(ld), i32(k0), i32(pw), self.T, self.rnew, self.W)
+            rows = -(-b // self.RT)
+            self.k["trail_update"](q, (tiles * self.TN, rows * self.RL), (self.TN, self.RL), self.B, i32(b),
+                                   i32(ld), i32(k0), i32(pw), self.W)
+        events.append(self.k["column_ss"](q, (groups * self.WGS,), (self.WGS,), self.B, i32(b), i32(ld),
+                                          i32(n), self.sspart))
+        return [events[0], events[-1]]
+
+    def add(self, x, y, w=None):
+        """Fold rows into R, block by block."""
+        rows = self.block(x, y, w)
+        for start in range(0, len(rows), self.block_rows):
+            part = rows[start:start + self.block_rows]
+            self.upload(part)
+            self.enqueue(len(part))
+            self.collect(len(part))
+        return self
+
+    def collect(self, b):
+        """Add the block's residual (what its reflections left of y) to sserr."""
+        out = np.empty(self._groups(b))
+        cl.enqueue_copy(self.queue, out, self.sspart)
+        self.sserr += float(np.sum(out))
+
+    def triangular(self):
+        out = np.empty((self.n, self.ld))
+        cl.enqueue_copy(self.queue, out, self.R)
+        return np.triu(out[:, :self.n]), out[:, self.n].copy()
+
+    def factor(self):
+        """Miller's form (d, rbar, thetab, sserr) of what has been folded in."""
+        rt, z = self.triangular()
+        return Factor.from_triangular(rt, z, self.sserr)
+
+    def load(self, f):
+        """Start from a factorisation in Miller's form."""
+        rt, z = f.triangular()
+        cl.enqueue_copy(self.queue, self.R, np.ascontiguousarray(np.column_stack([rt, z])))
+        self.sserr = f.sserr
+        return self
 
 
 def cross_products(f, yty):
