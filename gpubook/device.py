@@ -49,7 +49,8 @@ def _describe(found):
 
 
 def choose_device(spec=None):
-    """The device named by PYOPENCL_CTX, else the first GPU, else the first device.
+    """The device named by PYOPENCL_CTX, else the first GPU, else the first
+    device, skipping devices whose compiler cannot build a trivial kernel.
 
     PYOPENCL_CTX follows PyOpenCL's form "platform:device", where each part is
     an index or a piece of the name ("0", "0:1", "nvidia", "cuda:0").
@@ -68,7 +69,35 @@ def choose_device(spec=None):
             f"PYOPENCL_CTX={spec!r} matches no OpenCL device. Devices found "
             f"(use 'platform:device'):\n{_describe(found)}")
     gpus = [dev for _, _, _, dev in found if dev.type & cl.device_type.GPU]
-    return gpus[0] if gpus else found[0][3]
+    others = [dev for _, _, _, dev in found if not dev.type & cl.device_type.GPU]
+    failures = []
+    for dev in gpus + others:
+        log = compiler_failure(dev)
+        if log is None:
+            return dev
+        failures.append(f"  {dev.name.strip()} ({dev.platform.name.strip()}): {log}")
+    raise DeviceChoiceError(
+        "no OpenCL device here can compile a kernel:\n" + "\n".join(failures) +
+        "\nA CPU that the bundled PoCL's LLVM does not know (e.g. 'unknown target CPU generic' on a "
+        "new AMD EPYC) needs your distribution's PoCL, e.g. `apt-get install pocl-opencl-icd`.")
+
+
+_compiles = {}
+
+
+def compiler_failure(device):
+    """None when the device's OpenCL compiler builds a trivial kernel, else the
+    first line of its complaint (checked once per device)."""
+    key = device.int_ptr
+    if key not in _compiles:
+        try:
+            ctx = cl.Context([device])
+            cl.Program(ctx, "__kernel void probe(__global int *a) { a[0] = 1; }").build()
+            _compiles[key] = None
+        except cl.Error as err:
+            lines = [ln.strip() for ln in str(err).splitlines() if "error" in ln.lower()]
+            _compiles[key] = (lines[-1] if lines else str(err).splitlines()[0])[:200]
+    return _compiles[key]
 
 
 def make_queue(device=None):

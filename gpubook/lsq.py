@@ -184,6 +184,13 @@ class Includ:
         for buf, size in zip(self.state, (self.n, packed_size(self.n), self.n, 1)):
             cl.enqueue_fill_buffer(self.queue, buf, np.zeros(1), 0, 8 * max(1, size))
 
+    def load(self, f):
+        """Start from a factorisation in Miller's form."""
+        for host, buf in zip((f.d, f.rbar, f.thetab, np.array([f.sserr])), self.state):
+            if host.size:
+                cl.enqueue_copy(self.queue, buf, np.ascontiguousarray(host, np.float64))
+        return self
+
     def upload(self, x, y, w=None):
         """Device copies of the rows (float64), their responses and weights."""
         x = np.ascontiguousarray(x, np.float64)

@@ -68,3 +68,23 @@ def test_summary_has_the_fields_chapters_use():
     fields = dict(gb.device_summary(gb.choose_device()))
     for key in ("name", "compute units", "max work-group size", "local memory (KiB)", "fp64"):
         assert key in fields
+
+
+def test_default_choice_skips_a_device_that_cannot_compile(monkeypatch):
+    """A CPU the bundled PoCL's LLVM does not know fails every build: the
+    default choice moves on to a device that compiles, or says what failed."""
+    found = devmod.list_devices()
+    monkeypatch.delenv("PYOPENCL_CTX", raising=False)
+    first = found[0][3]
+    broken = {first.int_ptr}
+    monkeypatch.setattr(devmod, "compiler_failure",
+                        lambda dev: "error: unknown target CPU 'generic'" if dev.int_ptr in broken else None)
+    if len(found) > 1:
+        assert gb.choose_device().int_ptr != first.int_ptr
+    broken.update(dev.int_ptr for *_, dev in found)
+    with pytest.raises(gb.DeviceChoiceError, match="unknown target CPU"):
+        gb.choose_device()
+
+
+def test_the_chosen_device_compiles():
+    assert devmod.compiler_failure(gb.choose_device()) is None
