@@ -1,5 +1,5 @@
 """Checks of the built site (after `make book`): pages, images, clean outputs,
-and chapter 0 rendered in headless Chromium with its images loaded."""
+and chapters 0 and 9 rendered in headless Chromium with their images loaded."""
 import hashlib
 import pathlib
 import re
@@ -54,9 +54,14 @@ def find_chromium():
     return None
 
 
+# page: the fewest plots it must show (chapter 0's limits; chapter 9's "how far each step got")
+RENDERED = {"00_device": 3, "09_across_devices": 1}
+
+
 @pytest.mark.skipif(find_chromium() is None, reason="no Chromium installed (.ci/run installs Debian's chromium)")
-def test_chapter0_renders_with_images_loaded(tmp_path):
-    page = HTML / "notebooks" / "00_device.html"
+@pytest.mark.parametrize("name", sorted(RENDERED))
+def test_chapter_renders_with_images_loaded(tmp_path, name):
+    page = HTML / "notebooks" / f"{name}.html"
     probe = page.with_name("_render_probe.html")
     script = """<script>window.addEventListener('load', () => {
       const imgs = [...document.images].filter(i => i.closest('.cell_output'));
@@ -73,12 +78,12 @@ def test_chapter0_renders_with_images_loaded(tmp_path):
         shot = ROOT / "_build" / "screenshots"
         shot.mkdir(parents=True, exist_ok=True)
         subprocess.run([find_chromium(), *flags, "--window-size=1200,3000",
-                        f"--screenshot={shot / '00_device.png'}", page.as_uri()],
+                        f"--screenshot={shot / f'{name}.png'}", page.as_uri()],
                        capture_output=True, timeout=120)
     finally:
         probe.unlink()
     found = re.search(r'data-images="(\d+):(\d+)"', dom)
     assert found, "the page's load handler did not run"
     total, broken = map(int, found.groups())
-    assert total >= 3, f"expected chapter 0's plots, found {total} output images"
+    assert total >= RENDERED[name], f"expected {name}'s plots, found {total} output images"
     assert broken == 0, f"{broken} of {total} images failed to load"

@@ -1,0 +1,157 @@
+"""Chapter 9's figures against the JSON records read directly; missing chapters;
+a reader's device in a results folder of its own; no OpenCL device opened."""
+import json
+import shutil
+
+import matplotlib.pyplot as plt
+import pytest
+
+from gpubook import across as ac
+from gpubook.paths import RESULTS
+
+DEVICES = sorted(p.parent.name for p in RESULTS.glob("*/00_device.json")
+                 if p.parent.name != "reference")  # reference/ holds digests
+
+# The last step of each chapter, read straight from its JSON file (not through CHAPTERS).
+LAST_STEP = {
+    "01_loop_order": lambda d: d["steps"][-1]["rate"],
+    "02_work_items": lambda d: max(r["rate"] for r in d["sweep"]),
+    "03_reduction": lambda d: max(r["rate"] for r in d["sweep"] if r["variant"] == "tree reduction (step 3)"),
+    "03_device_reduction": lambda d: next(r["rate"] for r in d["sweep"]
+                                          if r["variant"] == "5_unrolled" and r["floats"] == d["n"]),
+    "04_vector_types": lambda d: d["fast_rate"],
+    "05_transpose": lambda d: next(r["rate"] for r in d["iteration"]
+                                   if r["variant"] == "fused" and r["J"] == d["summary"]["J_max"]),
+    "06_covariance": lambda d: d["useful_gflops"]["register_tiles"],
+    "07_scan": lambda d: next(r["rate"] for r in d["scan_sweep"]
+                              if r["variant"].startswith("4_single_pass") and r["floats"] == d["n_scan"]),
+}
+
+
+def read(device, file):
+    path = RESULTS / device / f"{file}.json"
+    return json.loads(path.read_text())["data"] if path.exists() else None
+
+
+@pytest.fixture(scope="module")
+def results():
+    return ac.load()
+
+
+def test_reference_devices_are_loaded(results):
+    assert DEVICES and set(DEVICES) <= set(results)
+    assert "reference" not in results  # digests, not a device
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("file", sorted(LAST_STEP))
+def test_headline_and_share_equal_the_records(results, device, file):
+    data = read(device, file)
+    if data is None:
+        pytest.skip(f"{device} has no {file}")
+    step, figure, share = ac.headline(ac.by_file(file), results[device])
+    assert figure == LAST_STEP[file](data)
+    limits = read(device, "00_device")["limits"]
+    limit = figure / share
+    if file == "04_vector_types":  # chapter 4's dotted line at its first J, the chapter's own J
+        assert limit == pytest.approx(data["bound"][0], rel=1e-12)
+    elif file == "05_transpose":  # the chapter's own time over the memory bound
+        assert share == pytest.approx(1 / data["summary"]["iteration_fused_over_bound"], rel=1e-9)
+    elif file == "06_covariance":
+        assert limit == pytest.approx(limits["fp32_gflops"], rel=1e-12) == data["fp32_gflops"]
+    elif file in ("03_device_reduction", "07_scan"):
+        assert limit == pytest.approx(limits["copy_gbs"], rel=1e-12) == data["copy_gbs"]
+    else:
+        assert limit == pytest.approx(min(1e6 / limits["launch_us"],
+                                          limits["copy_gbs"] * 1e9 / (4 * data["J"] * data["K"])))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_vendor_figures_equal_vendor_json(results, device):
+    vendor = read(device, "vendor")
+    if vendor is None:
+        pytest.skip(f"{device} has no vendor.json")
+    cov = read(device, "06_covariance")
+    expected = {"03_device_reduction": vendor["sum"]["rate"], "07_scan": vendor["cumsum"]["rate"],
+                # TFLOP/s counted as 2·m·n², the chapter counts useful GFLOP/s, m·n·(n+1)
+                "06_covariance": vendor["xtx"]["rate"] * 1e3 * (cov["n"] + 1) / (2 * cov["n"])}
+    for file, value in expected.items():
+        assert ac.vendor_figure(ac.by_file(file), results[device]) == pytest.approx(value, rel=1e-12)
+    assert ac.vendor_figure(ac.by_file("05_transpose"), results[device]) is None  # no vendor figure
+
+
+def copy_device(src, dst_root, slug=None, drop=(), rename=None, only=None):
+    dst = dst_root / (slug or src)
+    dst.mkdir(parents=True)
+    for path in (RESULTS / src).glob("*.json"):
+        if path.stem in drop or (only is not None and path.stem not in only):
+            continue
+        entry = json.loads(path.read_text())
+        if rename:
+            entry["device"] = rename
+        (dst / path.name).write_text(json.dumps(entry))
+
+
+def test_missing_chapter_is_absent(tmp_path):
+    gpu, cpu = "nvidia-h200", "cpu-skylake-avx512-intel-r-xeon-r-processor"
+    copy_device(gpu, tmp_path, drop={"07_scan", "vendor"})
+    copy_device(cpu, tmp_path)
+    results = ac.load(tmp_path)
+    scan = ac.by_file("07_scan")
+    assert ac.headline(scan, results[gpu]) is None and ac.steps(scan, results[gpu]) == []
+    assert ac.vendor_figure(ac.by_file("03_device_reduction"), results[gpu]) is None
+    row = next(r for r in ac.headline_rows(results) if r[0] == scan.title)
+    assert row[3:] == ["—", f"{ac.fmt(ac.headline(scan, results[cpu])[1])} "
+                            f"({ac.pct(ac.headline(scan, results[cpu])[2])})"]
+    assert len(ac.vendor_rows(results)) == 1  # no device has vendor figures: the header alone
+    shutil.rmtree(tmp_path / cpu)
+    copy_device(cpu, tmp_path, drop={"07_scan"})
+    results = ac.load(tmp_path)
+    assert scan not in ac.present(results)
+    assert all(r[0] != scan.title for r in ac.headline_rows(results))
+    fig = ac.plot_progress(results)
+    assert [ax.get_title().split("\n")[0] for ax in fig.axes] == [c.title for c in ac.present(results)]
+    plt.close(fig)
+
+
+def test_reader_device_appears(tmp_path):
+    for device in DEVICES:
+        copy_device(device, tmp_path)
+    copy_device("cpu-skylake-avx512-intel-r-xeon-r-processor", tmp_path, slug="my-laptop-gpu",
+                rename="My Laptop GPU", only={"00_device", "01_loop_order", "05_transpose"})
+    copy_device("nvidia-h200", tmp_path, slug="no-limits-gpu", rename="No Limits GPU", only={"06_covariance"})
+    results = ac.load(tmp_path)
+    assert list(results)[-1] == "no-limits-gpu"  # no chapter 0: last, figures without shares
+    mine = results["my-laptop-gpu"]
+    assert ac.name(mine) == "My Laptop GPU"
+    rows = ac.headline_rows(results)
+    col = rows[0].index("My Laptop GPU")
+    by_title = {r[0]: r for r in rows}
+    h = ac.headline(ac.by_file("01_loop_order"), mine)
+    assert h[1] == read("cpu-skylake-avx512-intel-r-xeon-r-processor", "01_loop_order")["steps"][-1]["rate"]
+    assert by_title[ac.by_file("01_loop_order").title][col] == f"{ac.fmt(h[1])} ({ac.pct(h[2])})"
+    assert by_title[ac.by_file("06_covariance").title][col] == "—"
+    cov = ac.headline(ac.by_file("06_covariance"), results["no-limits-gpu"])
+    assert cov[2] is None and by_title[ac.by_file("06_covariance").title][-1] == ac.fmt(cov[1])
+    assert "My Laptop GPU" in ac.limit_rows(results)[0]
+    fig = ac.plot_progress(results)
+    assert "My Laptop GPU" in [t.get_text() for t in fig.legends[0].get_texts()]
+    plt.close(fig)
+
+
+def test_opens_no_opencl_device(monkeypatch):
+    import pyopencl as cl
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("chapter 9 must not open an OpenCL device")
+
+    monkeypatch.setattr(cl, "get_platforms", refuse)
+    monkeypatch.setattr(cl, "Context", refuse)
+    results = ac.load()
+    for rows in (ac.limit_rows(results), ac.headline_rows(results), ac.vendor_rows(results)):
+        assert len(rows) > 1
+    plt.close(ac.plot_progress(results))
+
+
+def test_recorded_numbers():
+    assert ac.recorded_numbers({"a": [1.5, {"b": 2}], "c": "x", "d": True, "e": []}) == {1.5, 2}
