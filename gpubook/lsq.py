@@ -233,7 +233,7 @@ class BlockedQR:
     R is kept with its diagonal (n x (n+1), the response as column n); `factor`
     gives Miller's form. nb: panel width; block_rows: rows per block."""
 
-    WGS, RPI, TN, QL, RL, RT = 128, 1, 32, 4, 8, 64
+    WGS, RPI, TN, QL, RL, RT, KC = 128, 1, 32, 4, 8, 64, 512
 
     def __init__(self, ctx, queue, n, nb=32, block_rows=32768):
         device = queue.device
@@ -245,10 +245,10 @@ class BlockedQR:
         check_work_group(device, max(self.WGS, self.TN * self.QL, self.TN * self.RL), local)
         self.block_rows = int(min(block_rows, max(1, device.max_mem_alloc_size // (8 * self.ld))))
         defines = {"NB": self.nb, "WGS": self.WGS, "RPI": self.RPI, "TN": self.TN, "QL": self.QL,
-                   "RL": self.RL, "RT": self.RT}
+                   "RL": self.RL, "RT": self.RT, "KC": self.KC}
         prg = build(ctx, "lsq/3_blocked.cl", defines)
         self.k = {name: cl.Kernel(prg, name) for name in
-                  ("house_dots", "house_step", "trail_w", "trail_update", "column_ss")}
+                  ("house_dots", "house_step", "trail_w", "trail_finish", "trail_update", "column_ss")}
         self.step = [cl.Kernel(prg, "house_step") for _ in range(2)]  # one per partial-sums parity
         mf, ld = cl.mem_flags, self.ld
         groups = self._groups(self.block_rows)
@@ -258,6 +258,7 @@ class BlockedQR:
         self.tau = cl.Buffer(ctx, mf.READ_WRITE, 8 * n)
         self.T, self.rnew = (cl.Buffer(ctx, mf.READ_WRITE, 8 * self.nb * self.nb) for _ in range(2))
         self.W = cl.Buffer(ctx, mf.READ_WRITE, 8 * self.nb * ld)
+        self.Zp = cl.Buffer(ctx, mf.READ_WRITE, 8 * -(-self.block_rows // self.KC) * self.nb * ld)
         self.sspart = cl.Buffer(ctx, mf.READ_WRITE, 8 * groups)
         self.reset()
 
@@ -286,31 +287,42 @@ class BlockedQR:
             raise ValueError(f"a block holds at most {self.block_rows:,} rows")
         return cl.enqueue_copy(self.queue, self.B, np.ascontiguousarray(rows))
 
-    def enqueue(self, b):
+    def enqueue(self, b, trace=None):
         """Fold the b rows in the device's block buffer into R; returns the
-        events of the first and the last launch."""
+        events of the first and the last launch. With a list as `trace`, every
+        launch's (kernel name, event) goes into it."""
         q, n, nb, ld = self.queue, self.n, self.nb, self.ld
         i32 = np.int32
         groups = self._groups(b)
         events = []
+
+        def note(name, event):
+            events.append(event)
+            if trace is not None:
+                trace.append((name, event))
+
         for k0 in range(0, n, nb):
             pw = min(nb, n - k0)
-            events.append(self.k["house_dots"](q, (groups * self.WGS,), (self.WGS,), self.B, i32(b), i32(ld),
-                                               i32(k0), i32(pw), self.part[0]))
+            note("house_dots", self.k["house_dots"](q, (groups * self.WGS,), (self.WGS,), self.B, i32(b),
+                                                    i32(ld), i32(k0), i32(pw), self.part[0]))
             for jj in range(pw):
                 kern = self.step[jj % 2]
                 kern.set_args(self.B, self.R, i32(b), i32(ld), i32(k0), i32(pw), i32(jj), i32(groups),
                               self.part[jj % 2], self.part[1 - jj % 2], self.tau, self.T, self.rnew)
-                cl.enqueue_nd_range_kernel(q, kern, (groups * self.WGS,), (self.WGS,))
+                note("house_step", cl.enqueue_nd_range_kernel(q, kern, (groups * self.WGS,), (self.WGS,)))
             trail = ld - (k0 + pw)
             tiles = -(-trail // self.TN)
-            self.k["trail_w"](q, (tiles * self.TN * self.QL,), (self.TN * self.QL,), self.B, self.R, i32(b),
-                              i32(ld), i32(k0), i32(pw), self.T, self.rnew, self.W)
+            chunks = -(-b // self.KC)
+            note("trail_w", self.k["trail_w"](q, (tiles * self.TN * self.QL, chunks), (self.TN * self.QL, 1),
+                                              self.B, i32(b), i32(ld), i32(k0), i32(pw), self.Zp))
+            note("trail_finish", self.k["trail_finish"](q, (-(-trail // 64) * 64,), (64,), self.R, i32(ld),
+                                                        i32(k0), i32(pw), i32(chunks), self.Zp, self.T,
+                                                        self.rnew, self.W))
             rows = -(-b // self.RT)
-            self.k["trail_update"](q, (tiles * self.TN, rows * self.RL), (self.TN, self.RL), self.B, i32(b),
-                                   i32(ld), i32(k0), i32(pw), self.W)
-        events.append(self.k["column_ss"](q, (groups * self.WGS,), (self.WGS,), self.B, i32(b), i32(ld),
-                                          i32(n), self.sspart))
+            note("trail_update", self.k["trail_update"](q, (tiles * self.TN, rows * self.RL), (self.TN, self.RL),
+                                                        self.B, i32(b), i32(ld), i32(k0), i32(pw), self.W))
+        note("column_ss", self.k["column_ss"](q, (groups * self.WGS,), (self.WGS,), self.B, i32(b), i32(ld),
+                                              i32(n), self.sspart))
         return [events[0], events[-1]]
 
     def add(self, x, y, w=None):

@@ -5,7 +5,7 @@
 // its vector is e_j on top and u (b values, kept in B's column j) below.
 // Columns go in panels of up to NB. Inside a panel, one launch of house_step
 // per column; the trailing columns get the whole panel at once, as the compact
-// form Q = I - V T V', in two launches (trail_w, trail_update).
+// form Q = I - V T V', in three launches (trail_w, trail_finish, trail_update).
 //
 // Many work-groups, and no work-group ever waits for another: every value one
 // work-group reads that another one writes was written by an earlier launch,
@@ -67,6 +67,8 @@ void house_dots(__global const double *restrict B, const int b, const int ld, co
 // of the next column for the next launch. Work-group 0 also writes tau[j],
 // column jj of T, and row jj of the panel's new R block into rnew (R itself
 // is only read here: every work-group reads R[j, .] in this launch).
+// Everything on the way to the reflection is spread over the work-items:
+// WGS / NB of them sum each column's partials, one per column forms w.
 __kernel __attribute__((reqd_work_group_size(WGS, 1, 1)))
 void house_step(__global double *restrict B, __global const double *restrict R, const int b,
                 const int ld, const int k0, const int pw, const int jj, const int groups,
@@ -75,12 +77,18 @@ void house_step(__global double *restrict B, __global const double *restrict R, 
                 __global double *restrict rnew)
 {
     __local double x[WGS * NB];
-    __local double g[NB];
-    const int lid = get_local_id(0), j = k0 + jj;
-    if (lid < pw) {
-        double s = 0.0;
-        for (int q = 0; q < groups; ++q)
-            s += part_in[q * NB + lid];
+    __local double g[NB], w[NB];
+    const int lid = get_local_id(0), j = k0 + jj, lanes = WGS / NB;
+    const int l0 = lid % NB, lane = lid / NB;
+    double s = 0.0;
+    if (l0 < pw)
+        for (int q = lane; q < groups; q += lanes)
+            s += part_in[q * NB + l0];
+    x[lane * NB + l0] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < NB) {
+        for (int p = 1; p < lanes; ++p)
+            s += x[p * NB + lid];
         g[lid] = s;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -92,10 +100,9 @@ void house_step(__global double *restrict B, __global const double *restrict R, 
         scale = 1.0 / (alpha - beta);
     }
     // w[l] = v' (column l) = R[j, k0 + l] + u' B[:, k0 + l], for l > jj
-    double w[NB];
-#pragma unroll
-    for (int l = 0; l < NB; ++l)
-        w[l] = (l > jj && l < pw) ? R[(size_t)j * ld + k0 + l] + scale * g[l] : 0.0;
+    if (lid < NB)
+        w[lid] = (lid > jj && lid < pw) ? R[(size_t)j * ld + k0 + lid] + scale * g[lid] : 0.0;
+    barrier(CLK_LOCAL_MEM_FENCE);
 
     for (int r = get_group_id(0) * WGS * RPI + lid, i = 0; i < RPI && r < b; ++i, r += WGS) {
         __global double *row = B + (size_t)r * ld + k0;
@@ -106,19 +113,22 @@ void house_step(__global double *restrict B, __global const double *restrict R, 
                 row[l] -= t * u * w[l];
         row[jj] = u;
     }
-    if (get_group_id(0) == 0 && lid == 0) {
-        tau[j] = t;
-        // T[:jj, jj] = -t T[:jj, :jj] (U[:, :jj]' u_jj), with U[:, l]' u_jj = scale * g[l]
-        for (int i = 0; i < jj; ++i) {
-            double s = 0.0;
-            for (int l = i; l < jj; ++l)
-                s += T[i * NB + l] * scale * g[l];
-            T[i * NB + jj] = -t * s;
+    if (get_group_id(0) == 0) {
+        // T[:jj, jj] = -t T[:jj, :jj] (U[:, :jj]' u_jj), with U[:, l]' u_jj = scale * g[l]:
+        // work-item i < jj takes row i of T
+        if (lid < jj) {
+            double v = 0.0;
+            for (int l = lid; l < jj; ++l)
+                v += T[lid * NB + l] * scale * g[l];
+            T[lid * NB + jj] = -t * v;
         }
-        T[jj * NB + jj] = t;
-        rnew[jj * NB + jj] = beta;
-        for (int l = jj + 1; l < pw; ++l)
-            rnew[jj * NB + l] = R[(size_t)j * ld + k0 + l] - t * w[l];
+        if (lid == jj) {
+            T[jj * NB + jj] = t;
+            tau[j] = t;
+            rnew[jj * NB + jj] = beta;
+        }
+        if (lid > jj && lid < pw)
+            rnew[jj * NB + lid] = R[(size_t)j * ld + k0 + lid] - t * w[lid];
     }
     if (jj + 1 < pw) {
         barrier(CLK_GLOBAL_MEM_FENCE);
@@ -126,23 +136,23 @@ void house_step(__global double *restrict B, __global const double *restrict R, 
     }
 }
 
-// For the TN trailing columns of this work-group (columns from k0 + pw on):
-// Z = R[panel rows, c] + U' B[:, c], W = T' Z, then R[panel rows, c] -= W and
-// W is stored for trail_update. Work-item (cl, q) takes column cl and the rows
-// r = q (mod QL). Work-group 0 also copies the panel's new R block into R.
+// Z = U' B for the trailing columns (from k0 + pw on), split over the rows:
+// work-group (tile, chunk) takes TN columns and the KC rows of its chunk and
+// leaves its share in Zp[chunk]; trail_finish adds the shares. Work-item
+// (cl, q) takes column cl and the rows r = q (mod QL) of the chunk.
 __kernel __attribute__((reqd_work_group_size(TN * QL, 1, 1)))
-void trail_w(__global const double *restrict B, __global double *restrict R, const int b,
-             const int ld, const int k0, const int pw, __global const double *restrict T,
-             __global const double *restrict rnew, __global double *restrict W)
+void trail_w(__global const double *restrict B, const int b, const int ld, const int k0, const int pw,
+             __global double *restrict Zp)
 {
     __local double z[QL * NB * TN];
-    const int lid = get_local_id(0), cl = lid % TN, q = lid / TN;
+    const int lid = get_local_id(0), cl = lid % TN, q = lid / TN, chunk = get_group_id(1);
     const int c = k0 + pw + get_group_id(0) * TN + cl;
+    const int r1 = min(b, (chunk + 1) * KC);
     double acc[NB];
     for (int i = 0; i < NB; ++i)
         acc[i] = 0.0;
     if (c < ld)
-        for (int r = q; r < b; r += QL) {
+        for (int r = chunk * KC + q; r < r1; r += QL) {
             __global const double *row = B + (size_t)r * ld;
             const double bc = row[c];
 #pragma unroll
@@ -153,27 +163,49 @@ void trail_w(__global const double *restrict B, __global double *restrict R, con
     for (int i = 0; i < NB; ++i)
         z[(q * NB + i) * TN + cl] = acc[i];
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (q == 0 && c < ld) {
+    if (q == 0 && c < ld)
         for (int i = 0; i < pw; ++i) {
-            double s = R[(size_t)(k0 + i) * ld + c];
+            double s = 0.0;
             for (int p = 0; p < QL; ++p)
                 s += z[(p * NB + i) * TN + cl];
-            acc[i] = s;
+            Zp[((size_t)chunk * NB + i) * ld + c] = s;
         }
-        for (int i = pw - 1; i >= 0; --i) {      // W = T' Z, T upper triangular
-            double s = 0.0;
-            for (int l = 0; l <= i; ++l)
-                s += T[l * NB + i] * acc[l];
-            W[(size_t)i * ld + c] = s;
-            R[(size_t)(k0 + i) * ld + c] -= s;
-        }
-    }
+}
+
+// Per trailing column c: Z = R[panel rows, c] + the chunks' shares of U' B,
+// W = T' Z, R[panel rows, c] -= W, and W kept for trail_update. Work-group 0
+// also copies the panel's new R block into R.
+__kernel void trail_finish(__global double *restrict R, const int ld, const int k0, const int pw,
+                           const int chunks, __global const double *restrict Zp,
+                           __global const double *restrict T, __global const double *restrict rnew,
+                           __global double *restrict W)
+{
+    const int c = k0 + pw + get_global_id(0);
     if (get_group_id(0) == 0)
-        for (int e = lid; e < pw * pw; e += TN * QL) {
+        for (int e = get_local_id(0); e < pw * pw; e += get_local_size(0)) {
             const int i = e / pw, l = e % pw;
             if (l >= i)
                 R[(size_t)(k0 + i) * ld + k0 + l] = rnew[i * NB + l];
         }
+    if (c >= ld)
+        return;
+    double z[NB];
+    for (int i = 0; i < NB; ++i) {
+        double s = 0.0;
+        if (i < pw) {
+            s = R[(size_t)(k0 + i) * ld + c];
+            for (int ch = 0; ch < chunks; ++ch)
+                s += Zp[((size_t)ch * NB + i) * ld + c];
+        }
+        z[i] = s;
+    }
+    for (int i = 0; i < pw; ++i) {               // W = T' Z, T upper triangular
+        double s = 0.0;
+        for (int l = 0; l <= i; ++l)
+            s += T[l * NB + i] * z[l];
+        W[(size_t)i * ld + c] = s;
+        R[(size_t)(k0 + i) * ld + c] -= s;
+    }
 }
 
 // B[r, c] -= sum over i of U[r, i] W[i, c] for the trailing columns: work-item
