@@ -90,7 +90,11 @@ CHAPTERS = [
     Chapter("07_scan", "7. Device-wide scan", "GB/s read + written",
             lambda d: _numbered(d["scan_sweep"], "floats", d["n_scan"]), COPY,
             Vendor("cumsum", lambda d: [d["n_scan"]], lambda d: 8 * d["n_scan"] / 1e9)),
-    # ---- Chapter 8 (08_lsq) goes here: one entry, in the form of those above. ----
+    # Rows into R per second at the chapter's n; chapter 0 measures no FP64 limit.
+    Chapter("08_lsq", "8. Least squares by QR updates", "rows/s",
+            lambda d: [("1 sequential", d["step1_rows_per_s"]), ("2 row group", d["step2_rows_per_s"]),
+                       ("3 blocked", d["step3_rows_per_s"])], None,
+            Vendor("qr", lambda d: [d["m"], d["n"]], lambda d: d["m"])),
 ]
 
 

@@ -13,6 +13,7 @@ import pyopencl as cl
 
 from .device import check_work_group, default_work_group, require_fp64
 from .kernels import build, kernel
+from .timing import event_seconds, time_events
 
 STEPS = ("1_sequential", "2_row_group")
 # Columns of X whose sqrt(d) falls below TOL times the column's weighted norm
@@ -357,6 +358,51 @@ class BlockedQR:
         cl.enqueue_copy(self.queue, self.R, np.ascontiguousarray(np.column_stack([rt, z])))
         self.sserr = f.sserr
         return self
+
+
+def includ_flops(n):
+    """Floating-point operations of one row through includ, as the kernels do
+    them: 5 per element of R the rotations touch (2 to update the row, 3 for
+    R), and about 12 per column for d, the rotation and the response."""
+    return 5 * packed_size(n) + 12 * n
+
+
+def qr_flops(m, n):
+    """LAPACK's count for a Householder QR of an m x n matrix."""
+    return 2 * m * n * n - 2 * n**3 / 3
+
+
+def time_includ(ctx, queue, step, f, x, y, wg=None, repeats=3):
+    """Timing of one launch that adds the rows x, y to the factorisation f
+    (reloaded before every launch, so every launch does the same work)."""
+    inc = Includ(ctx, queue, len(f.d), step, wg=wg)
+    data = inc.upload(x, y)
+
+    def launch():
+        inc.load(f)
+        return inc.enqueue(data, 0, len(x))
+    return time_events(launch, repeats=repeats, warmup=1)
+
+
+def time_blocked(ctx, queue, x, y, nb, repeats=3):
+    """Step 3 on all rows of x into an empty R: (Timing, device seconds per
+    kernel in the last run, the BlockedQR holding the result)."""
+    qr = BlockedQR(ctx, queue, x.shape[1], nb=nb, block_rows=len(x))
+    pristine = cl.Buffer(ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                         hostbuf=np.ascontiguousarray(qr.block(x, y)))
+    trace = []
+
+    def launch():
+        cl.enqueue_copy(queue, qr.B, pristine)
+        qr.reset()
+        trace.clear()
+        return qr.enqueue(len(x), trace)
+    t = time_events(launch, repeats=repeats, warmup=1)
+    qr.collect(len(x))
+    by_kernel = {}
+    for name, event in trace:
+        by_kernel[name] = by_kernel.get(name, 0.0) + event_seconds(event)
+    return t, by_kernel, qr
 
 
 def cross_products(f, yty):

@@ -148,3 +148,65 @@ def test_collinear_subsets_are_infinite_and_bad_k_refused(cl_env):
     assert np.isinf(rss[bad]).all() and np.isfinite(np.delete(rss, bad)).all()
     with pytest.raises(ValueError, match="subset size"):
         lsq.SubsetSearch(ctx, queue, 4, 5)
+
+
+@pytest.mark.parametrize("nb", [8, 16, 32])
+def test_blocked_householder_matches_the_reference(cl_env, nb):
+    """Step 3 in several blocks of rows, weighted, with n not a multiple of the panel width."""
+    _, ctx, queue = cl_env
+    x, y = lsq.make_problem(230, 37, seed=21)
+    w = np.random.default_rng(22).uniform(0.1, 4.0, 230)
+    ref = lsq.includ_reference(x, y, w)
+    got = lsq.BlockedQR(ctx, queue, 37, nb=nb, block_rows=100).add(x, y, w).factor()
+    assert lsq.factor_error(got, x, w) < 1e-13
+    assert np.allclose(got.d, ref.d, rtol=1e-11)
+    assert np.allclose(got.rss_nested(), ref.rss_nested(), rtol=1e-10, atol=0)
+
+
+def test_blocked_continues_a_factorisation_and_timing_helpers(cl_env):
+    _, ctx, queue = cl_env
+    x, y = lsq.make_problem(160, 24, seed=23)
+    first = lsq.includ_reference(x[:70], y[:70])
+    got = lsq.BlockedQR(ctx, queue, 24, nb=8).load(first).add(x[70:], y[70:]).factor()
+    assert lsq.factor_error(got, x) < 1e-13
+    assert got.sserr == pytest.approx(lsq.rss_lstsq(x, y), rel=1e-10)
+    t, by_kernel, qr = lsq.time_blocked(ctx, queue, x, y, 8, repeats=2)
+    assert t.median > 0 and set(by_kernel) >= {"house_step", "trail_update"}
+    assert qr.sserr == pytest.approx(got.sserr, rel=1e-10)
+    assert lsq.time_includ(ctx, queue, "2_row_group", got, x[:3], y[:3], wg=32, repeats=2).median > 0
+
+
+@pytest.mark.parametrize("which", ["1_sequential", "2_row_group", "3_blocked"])
+def test_sing_marks_collinear_columns_and_keeps_the_fit(cl_env, which):
+    _, ctx, queue = cl_env
+    x, y = lsq.make_problem(120, 15, seed=6)
+    x[:, 7] = 2.0 * x[:, 6] - x[:, 2]
+    if which == "3_blocked":
+        f = lsq.BlockedQR(ctx, queue, 15, nb=8).add(x, y).factor()
+    else:
+        f = lsq.Includ(ctx, queue, 15, which).run(x, y)
+    assert lsq.sing(f) == [7]
+    assert f.d[7] == 0.0 and lsq.factor_error(f, x) < 1e-12
+    rss = f.rss_nested()
+    assert rss[7] == rss[8]                       # the dependent column explains nothing
+    for k in (7, 8, 15):
+        assert rss[k] == pytest.approx(lsq.rss_lstsq(x[:, :k], y), rel=1e-9)
+
+
+def test_sing_with_fewer_rows_than_columns(cl_env):
+    _, ctx, queue = cl_env
+    x, y = lsq.make_problem(12, 20, seed=7)
+    f = lsq.BlockedQR(ctx, queue, 20, nb=8).add(x, y).factor()
+    assert lsq.sing(f) == list(range(12, 20))
+    assert lsq.factor_error(f, x) < 1e-12 and np.allclose(f.rss_nested()[12:], 0.0, atol=1e-9)
+
+
+def test_blocked_refusals(cl_env):
+    _, ctx, queue = cl_env
+    qr = lsq.BlockedQR(ctx, queue, 6, block_rows=4)
+    with pytest.raises(ValueError, match="NaN"):
+        qr.add(np.full((2, 6), np.inf), np.zeros(2))
+    with pytest.raises(ValueError, match="rows of 6"):
+        qr.add(np.zeros((2, 5)), np.zeros(2))
+    with pytest.raises(ValueError, match="at most 4"):
+        qr.upload(np.zeros((5, 7)))

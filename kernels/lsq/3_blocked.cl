@@ -130,10 +130,10 @@ void house_step(__global double *restrict B, __global const double *restrict R, 
         if (lid > jj && lid < pw)
             rnew[jj * NB + lid] = R[(size_t)j * ld + k0 + lid] - t * w[lid];
     }
-    if (jj + 1 < pw) {
-        barrier(CLK_GLOBAL_MEM_FENCE);
-        panel_dots(B, b, ld, k0, pw, j + 1, part_out, x);
-    }
+    // the next column's partial dots (none after the panel's last column; the
+    // barriers stay outside any branch, which some compilers need)
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    panel_dots(B, jj + 1 < pw ? b : 0, ld, k0, pw, j + 1, part_out, x);
 }
 
 // Z = U' B for the trailing columns (from k0 + pw on), split over the rows:
