@@ -7,7 +7,8 @@
 // of rbar is always updated by the same work-item, so only d and thetab (one
 // value per column, written by work-item 0) cross between work-items: their
 // new values are written one column late, after every work-item has read the
-// old ones. Columns where xi = 0 are skipped by all work-items alike.
+// old ones. Where xi = 0 every work-item skips the update alike; the barrier
+// stays outside that branch, so every work-item meets every barrier.
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -29,32 +30,30 @@ void includ_row_group(__global const double *restrict x, __global const double *
         size_t nextr = 0;
         for (int i = 0; i < n && w != 0.0; ++i) {
             const double xi = xr[i];
-            if (xi == 0.0) {
-                nextr += n - i - 1;
-                continue;
-            }
-            const double di = d[i], dpi = di + w * xi * xi;
-            const double cbar = di / dpi, sbar = w * xi / dpi;
-            const double ti = thetab[i];
-            w *= cbar;
-            if (lid == 0) {
-                if (late >= 0) {
-                    d[late] = late_d;
-                    thetab[late] = late_t;
+            if (xi != 0.0) {                 // the same for every work-item
+                const double di = d[i], dpi = di + w * xi * xi;
+                const double cbar = di / dpi, sbar = w * xi / dpi;
+                const double ti = thetab[i];
+                w *= cbar;
+                if (lid == 0) {
+                    if (late >= 0) {
+                        d[late] = late_d;
+                        thetab[late] = late_t;
+                    }
+                    late = i;
+                    late_d = dpi;
+                    late_t = cbar * ti + sbar * yelem;
                 }
-                late = i;
-                late_d = dpi;
-                late_t = cbar * ti + sbar * yelem;
+                for (int k = i + 1 + lid; k < n; k += WG) {
+                    const size_t at = nextr + (k - i - 1);
+                    const double xk = xr[k];
+                    xr[k] = xk - xi * rbar[at];
+                    rbar[at] = cbar * rbar[at] + sbar * xk;
+                }
+                yelem -= xi * ti;
             }
-            for (int k = i + 1 + lid; k < n; k += WG) {
-                const size_t at = nextr + (k - i - 1);
-                const double xk = xr[k];
-                xr[k] = xk - xi * rbar[at];
-                rbar[at] = cbar * rbar[at] + sbar * xk;
-            }
-            yelem -= xi * ti;
             nextr += n - i - 1;
-            barrier(CLK_LOCAL_MEM_FENCE);
+            barrier(CLK_LOCAL_MEM_FENCE);    // every work-item meets every barrier
         }
         if (lid == 0 && late >= 0) {
             d[late] = late_d;
