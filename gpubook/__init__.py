@@ -7,7 +7,7 @@ plots and recorded results.
 from .device import (DeviceChoiceError, check_work_group, choose_device, device_kind, device_summary,
                      has_fp64, list_devices, make_queue, open_device, require_fp64)
 from .kernels import KernelBuildError, build, kernel, show_kernel
-from .limits import copy_gbs, fp32_gflops, h2d_gbs
+from .limits import copy_gbs, fp32_gflops, fp64_gflops, h2d_gbs
 from .plot import plot_sweep
 from .records import device_slug, load_results, other_devices, record, recorded_limits
 from .scale import scale
@@ -17,7 +17,8 @@ from .timing import Timing, event_seconds, stats, sweep, table, time_events
 __all__ = [
     "DeviceChoiceError", "check_work_group", "choose_device", "device_kind", "device_summary", "has_fp64",
     "list_devices", "make_queue", "open_device", "require_fp64",
-    "KernelBuildError", "build", "kernel", "show_kernel", "copy_gbs", "fp32_gflops", "h2d_gbs", "plot_sweep",
+    "KernelBuildError", "build", "kernel", "show_kernel", "copy_gbs", "fp32_gflops", "fp64_gflops", "h2d_gbs",
+    "plot_sweep",
     "device_slug", "load_results", "other_devices", "record", "recorded_limits",
     "scale", "glue", "markdown_table",
     "Timing", "event_seconds", "stats", "sweep", "table", "time_events",

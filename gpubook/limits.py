@@ -39,6 +39,21 @@ def fp32_gflops(ctx, queue, device):
     return 2 * 8 * iters * items / t.median / 1e9
 
 
+def fp64_gflops(ctx, queue, device):
+    """FP64 multiply-add throughput in GFLOP/s, measured now with chapter 0's
+    FMA chains in double precision (chapter 0 records FP32 only)."""
+    from .device import require_fp64
+
+    require_fp64(device)
+    iters, items = 256, device.max_compute_units * 2048
+    out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, 8 * items)
+    fma = kernel(ctx, "device/fma64.cl", "fma_chains64", {"ITERS": iters})
+    local = (min(256, device.max_work_group_size),)
+    t = time_events(lambda: fma(queue, (items,), local, out, np.float64(0.999), np.float64(0.001)),
+                    repeats=5)
+    return 2 * 8 * iters * items / t.median / 1e9
+
+
 def h2d_gbs(ctx, queue, device):
     """Host-to-device copy rate in GB/s: chapter 0's recorded figure, else a quick
     measurement from page-locked host memory."""

@@ -1,35 +1,50 @@
-"""One plot style for every chapter: rates with their 20-80% band, reference
-devices beside this one, and the device limit as a line."""
+"""One plot style for every chapter: rates with their 20-80% band, other
+recorded devices faint behind this one, and the device limit as a line."""
 import matplotlib.pyplot as plt
 
-REF_STYLE = {"linestyle": "--", "linewidth": 1.2, "alpha": 0.8}
+# Other recorded devices: the same colour as this device's curve of the same
+# variant, faint and dashed, one marker per device, and one legend entry per
+# device rather than per curve, so that the reader's own device stays in front.
+REF_STYLE = {"linestyle": "--", "linewidth": 1.0, "alpha": 0.45}
+REF_MARKERS = ("s", "^", "v", "D", "P", "X")
 
 
-def _curves(ax, records, x_name, value, label_suffix="", style=None, band=True):
+def _curves(ax, records, x_name, value, label_suffix="", style=None, band=True, colors=None, marker="o"):
+    """Draw one curve per variant; returns {variant: colour}."""
     variants = list(dict.fromkeys(r["variant"] for r in records))
+    drawn = {}
     for variant in variants:
         rows = sorted((r for r in records if r["variant"] == variant), key=lambda r: r[x_name])
         xs = [r[x_name] for r in rows]
         ys = [r[value] for r in rows]
-        line, = ax.plot(xs, ys, marker="o", markersize=3, label=f"{variant}{label_suffix}",
-                        **(style or {}))
+        extra = dict(style or {})
+        if colors is not None:
+            extra["color"] = colors.get(variant, "gray")
+        label = f"{variant}{label_suffix}" if label_suffix is not None else None
+        line, = ax.plot(xs, ys, marker=marker, markersize=3, label=label, **extra)
+        drawn[variant] = line.get_color()
         if band and f"{value}_lo" in rows[0]:
             ax.fill_between(xs, [r[f"{value}_lo"] for r in rows], [r[f"{value}_hi"] for r in rows],
                             color=line.get_color(), alpha=0.2, linewidth=0)
+    return drawn
 
 
 def plot_sweep(records, x_name, xlabel, ylabel, title, device_name, value="rate",
                references=None, limits=(), logx=True, logy=False, ax=None):
     """Plot a sweep's rates against x.
 
-    references: {device name: records} drawn dashed beside this device's curves.
+    references: {device name: records} from other recorded devices, drawn faint
+    and dashed in the colour of the matching variant, one legend entry each.
     limits: (value, label) pairs drawn as horizontal lines.
     """
     if ax is None:
         _, ax = plt.subplots(figsize=(7.5, 4.5))
-    _curves(ax, records, x_name, value)
-    for name, recs in (references or {}).items():
-        _curves(ax, recs, x_name, value, label_suffix=f" ({name})", style=REF_STYLE, band=False)
+    colors = _curves(ax, records, x_name, value)
+    for i, (name, recs) in enumerate((references or {}).items()):
+        marker = REF_MARKERS[i % len(REF_MARKERS)]
+        _curves(ax, recs, x_name, value, label_suffix=None, style=REF_STYLE, band=False, colors=colors,
+                marker=marker)
+        ax.plot([], [], color="gray", marker=marker, markersize=3, label=f"{name} (recorded)", **REF_STYLE)
     _limit_lines(ax, limits)
     if logx:
         ax.set_xscale("log", base=2)

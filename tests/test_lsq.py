@@ -210,3 +210,11 @@ def test_blocked_refusals(cl_env):
         qr.add(np.zeros((2, 5)), np.zeros(2))
     with pytest.raises(ValueError, match="at most 4"):
         qr.upload(np.zeros((5, 7)))
+
+
+def test_fp64_throughput_is_measured_or_refused(cl_env):
+    device, ctx, queue = cl_env
+    assert gb.fp64_gflops(ctx, queue, device) > 0
+    no_fp64 = SimpleNamespace(name="Toy", double_fp_config=0, extensions="")
+    with pytest.raises(ValueError, match="no fp64"):
+        gb.fp64_gflops(ctx, queue, no_fp64)

@@ -63,6 +63,8 @@ def test_plot_renders_without_warnings():
         ax.figure.savefig(buf, format="png")
     assert buf.getvalue()[:4] == b"\x89PNG"
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert labels == ["a", "a (Other)"]
+    assert labels == ["a", "Other (recorded)"]        # one entry per other device
+    mine, other = [line for line in ax.get_lines() if len(line.get_xdata())][:2]
+    assert other.get_color() == mine.get_color() and other.get_alpha() < 1 and other.get_linestyle() == "--"
     assert ax.get_xlabel() == "n (items)" and "Dev" in ax.get_title()
     plt.close(ax.figure)
