@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from .lsq import includ_flops, qr_flops
 from .peaks import published_peaks
 from .records import load_results
 
@@ -45,8 +46,18 @@ COPY = Limit("copy bandwidth", lambda lim, d: lim["copy_gbs"])
 FP32 = Limit("FP32 throughput", lambda lim, d: lim["fp32_gflops"])
 # Chapter 4's dotted line: training with one launch per iteration over the whole
 # device can go no faster than launches are issued, nor than X (4·J·K bytes) is read.
+# Chapter 0 records FP32 only; chapter 8 measures FP64 with the same FMA chains.
+FP64 = Limit("FP64 throughput", lambda lim, d: d.get("fp64_gflops"))
 LAUNCH = Limit("launch bound",
                lambda lim, d: min(1e6 / lim["launch_us"], lim["copy_gbs"] * 1e9 / (4 * d["J"] * d["K"])))
+
+
+def _lsq_steps(d):
+    """Chapter 8's rows per second at its n as GFLOP/s: the rotations counted as
+    its kernels do them for steps 1-2, LAPACK's QR count for step 3."""
+    per_row = includ_flops(d["n"]) / 1e9
+    return [("1 sequential", d["step1_rows_per_s"] * per_row), ("2 row group", d["step2_rows_per_s"] * per_row),
+            ("3 blocked", d["step3_rows_per_s"] * qr_flops(d["m"], d["n"]) / d["m"] / 1e9)]
 
 
 def _best(sweep, variant):
@@ -90,11 +101,8 @@ CHAPTERS = [
     Chapter("07_scan", "7. Device-wide scan", "GB/s read + written",
             lambda d: _numbered(d["scan_sweep"], "floats", d["n_scan"]), COPY,
             Vendor("cumsum", lambda d: [d["n_scan"]], lambda d: 8 * d["n_scan"] / 1e9)),
-    # Rows into R per second at the chapter's n; chapter 0 measures no FP64 limit.
-    Chapter("08_lsq", "8. Least squares by QR updates", "rows/s",
-            lambda d: [("1 sequential", d["step1_rows_per_s"]), ("2 row group", d["step2_rows_per_s"]),
-                       ("3 blocked", d["step3_rows_per_s"])], None,
-            Vendor("qr", lambda d: [d["m"], d["n"]], lambda d: d["m"])),
+    Chapter("08_lsq", "8. Least squares by QR updates", "GFLOP/s (FP64)", _lsq_steps, FP64,
+            Vendor("qr", lambda d: [d["m"], d["n"]], lambda d: qr_flops(d["m"], d["n"]) / 1e9)),
 ]
 
 
@@ -268,12 +276,18 @@ def limit_rows(results):
     return rows
 
 
+def with_shares(results):
+    """The chapters that some device has a share of its limit for (the figure's panels)."""
+    return [c for c in present(results)
+            if c.limit and any(s[2] is not None for r in results.values() for s in steps(c, r))]
+
+
 def plot_progress(results, ncols=3):
     """One panel per chapter: every step's share of each device's own limit (log scale)."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter
 
-    chapters = [c for c in present(results) if c.limit]
+    chapters = with_shares(results)
     nrows = math.ceil(len(chapters) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.3 * ncols, 3.9 * nrows), sharey=True, squeeze=False)
     lines = {}
