@@ -30,12 +30,16 @@ def fp32_gflops(ctx, queue, device):
     recorded = recorded_limits(device)
     if recorded is not None:
         return recorded["fp32_gflops"]
+    return _fma_gflops(ctx, queue, device, "device/fma.cl", "fma_chains", np.float32)
+
+
+def _fma_gflops(ctx, queue, device, path, name, dtype):
+    """GFLOP/s of chapter 0's eight FMA chains per work-item, 256 steps each."""
     iters, items = 256, device.max_compute_units * 2048
-    out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, 4 * items)
-    fma = kernel(ctx, "device/fma.cl", "fma_chains", {"ITERS": iters})
+    out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, np.dtype(dtype).itemsize * items)
+    fma = kernel(ctx, path, name, {"ITERS": iters})
     local = (min(256, device.max_work_group_size),)
-    t = time_events(lambda: fma(queue, (items,), local, out, np.float32(0.999), np.float32(0.001)),
-                    repeats=5)
+    t = time_events(lambda: fma(queue, (items,), local, out, dtype(0.999), dtype(0.001)), repeats=5)
     return 2 * 8 * iters * items / t.median / 1e9
 
 
@@ -45,13 +49,7 @@ def fp64_gflops(ctx, queue, device):
     from .device import require_fp64
 
     require_fp64(device)
-    iters, items = 256, device.max_compute_units * 2048
-    out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, 8 * items)
-    fma = kernel(ctx, "device/fma64.cl", "fma_chains64", {"ITERS": iters})
-    local = (min(256, device.max_work_group_size),)
-    t = time_events(lambda: fma(queue, (items,), local, out, np.float64(0.999), np.float64(0.001)),
-                    repeats=5)
-    return 2 * 8 * iters * items / t.median / 1e9
+    return _fma_gflops(ctx, queue, device, "device/fma64.cl", "fma_chains64", np.float64)
 
 
 def h2d_gbs(ctx, queue, device):

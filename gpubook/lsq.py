@@ -157,6 +157,20 @@ def make_problem(m, n, seed=8, noise=0.1):
     return x, x @ beta + noise * rng.standard_normal(m)
 
 
+def checked_rows(x, y, w, n):
+    """Rows of n values, their responses and weights as float64, or a clear
+    error for a wrong shape, non-finite data or a negative weight."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    if x.ndim != 2 or x.shape[1] != n:
+        raise ValueError(f"expected rows of {n} values, got shape {x.shape}")
+    if not np.all(np.isfinite(x)) or not np.all(np.isfinite(y)):
+        raise ValueError("the data contain NaN or infinite values")
+    w = np.ones(len(x)) if w is None else np.asarray(w, np.float64)
+    if np.any(w < 0):
+        raise ValueError("weights must not be negative")
+    return x, y, w
+
+
 class Includ:
     """Rows into the factorisation on the device, with one of STEPS."""
 
@@ -194,17 +208,10 @@ class Includ:
 
     def upload(self, x, y, w=None):
         """Device copies of the rows (float64), their responses and weights."""
-        x = np.ascontiguousarray(x, np.float64)
-        if x.ndim != 2 or x.shape[1] != self.n:
-            raise ValueError(f"expected rows of {self.n} values, got shape {x.shape}")
-        if not np.all(np.isfinite(x)) or not np.all(np.isfinite(y)):
-            raise ValueError("the data contain NaN or infinite values")
-        w = np.ones(len(x)) if w is None else np.asarray(w, np.float64)
-        if np.any(w < 0):
-            raise ValueError("weights must not be negative")
+        x, y, w = checked_rows(x, y, w, self.n)
         mf = cl.mem_flags
-        return [cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
-                for a in (x, np.ascontiguousarray(y, np.float64), np.ascontiguousarray(w))]
+        return [cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(a))
+                for a in (x, y, w)]
 
     def enqueue(self, data, row0, rows):
         """Include rows row0 .. row0+rows-1 of uploaded data; returns the event."""
@@ -272,15 +279,8 @@ class BlockedQR:
 
     def block(self, x, y, w=None):
         """The rows as step 3 takes them: sqrt(w) * [x, y], float64, row-major."""
-        x = np.asarray(x, np.float64)
-        if x.ndim != 2 or x.shape[1] != self.n:
-            raise ValueError(f"expected rows of {self.n} values, got shape {x.shape}")
-        if not np.all(np.isfinite(x)) or not np.all(np.isfinite(y)):
-            raise ValueError("the data contain NaN or infinite values")
-        w = np.ones(len(x)) if w is None else np.asarray(w, np.float64)
-        if np.any(w < 0):
-            raise ValueError("weights must not be negative")
-        return np.sqrt(w)[:, None] * np.column_stack([x, np.asarray(y, np.float64)])
+        x, y, w = checked_rows(x, y, w, self.n)
+        return np.sqrt(w)[:, None] * np.column_stack([x, y])
 
     def upload(self, rows):
         """Copy a block (from `block`, at most block_rows rows) to the device."""
