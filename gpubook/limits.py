@@ -2,7 +2,7 @@
 import numpy as np
 import pyopencl as cl
 
-from .device import pinned_empty
+from .device import pinned_empty, require_fp64
 from .kernels import kernel
 from .records import recorded_limits
 from .scale import scale
@@ -46,8 +46,6 @@ def _fma_gflops(ctx, queue, device, path, name, dtype):
 def fp64_gflops(ctx, queue, device):
     """FP64 multiply-add throughput in GFLOP/s, measured now with chapter 0's
     FMA chains in double precision (chapter 0 records FP32 only)."""
-    from .device import require_fp64
-
     require_fp64(device)
     return _fma_gflops(ctx, queue, device, "device/fma64.cl", "fma_chains64", np.float64)
 

@@ -54,8 +54,9 @@ def find_chromium():
     return None
 
 
-# page: the fewest plots it must show (chapter 0's limits; chapter 9's "how far each step got")
-RENDERED = {"00_device": 3, "09_across_devices": 1}
+# page: the fewest plots it must show (chapter 0's limits; chapter 8's sweep and
+# time bars; chapter 9's "how far each step got")
+RENDERED = {"00_device": 3, "08_lsq": 2, "09_across_devices": 1}
 
 
 @pytest.mark.skipif(find_chromium() is None, reason="no Chromium installed (.ci/run installs Debian's chromium)")
