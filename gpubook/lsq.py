@@ -4,15 +4,19 @@ The factorisation X'WX = R'DR is kept as D (d), the strictly upper part of the
 unit upper-triangular R packed by rows (rbar), the rotated response (thetab)
 and the residual sum of squares (sserr). This module holds the NumPy float64
 versions (the algorithm row by row, and the checks against a direct
-factorisation and `lstsq`) and the launches of kernels/lsq/.
+factorisation and `lstsq`) and the launches of steps 1-2; step 3's blocked
+reflections live in gpubook.blocked_qr, step 4's subset search in gpubook.subsets.
 """
 from dataclasses import dataclass
 
 import numpy as np
 import pyopencl as cl
 
+from . import blocked_qr
+from .blocked_qr import checked_rows
 from .device import check_work_group, default_work_group, require_fp64
-from .kernels import build, kernel
+from .kernels import kernel
+from .subsets import SubsetSearch, subsets_numpy, unrank  # noqa: F401  (step 4, used as lsq.*)
 from .timing import event_seconds, time_events
 
 STEPS = ("1_sequential", "2_row_group")
@@ -157,20 +161,6 @@ def make_problem(m, n, seed=8, noise=0.1):
     return x, x @ beta + noise * rng.standard_normal(m)
 
 
-def checked_rows(x, y, w, n):
-    """Rows of n values, their responses and weights as float64, or a clear
-    error for a wrong shape, non-finite data or a negative weight."""
-    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    if x.ndim != 2 or x.shape[1] != n:
-        raise ValueError(f"expected rows of {n} values, got shape {x.shape}")
-    if not np.all(np.isfinite(x)) or not np.all(np.isfinite(y)):
-        raise ValueError("the data contain NaN or infinite values")
-    w = np.ones(len(x)) if w is None else np.asarray(w, np.float64)
-    if np.any(w < 0):
-        raise ValueError("weights must not be negative")
-    return x, y, w
-
-
 class Includ:
     """Rows into the factorisation on the device, with one of STEPS."""
 
@@ -234,118 +224,8 @@ class Includ:
         return self.factor()
 
 
-class BlockedQR:
-    """Step 3: rows in blocks into R by blocked Householder reflections of
-    [R; block], over all the device's compute units (kernels/lsq/3_blocked.cl).
-
-    R is kept with its diagonal (n x (n+1), the response as column n); `factor`
-    gives Miller's form. nb: panel width; block_rows: rows per block."""
-
-    WGS, RPI, TN, QL, RL, RT, KC = 128, 1, 32, 4, 8, 64, 512
-
-    def __init__(self, ctx, queue, n, nb=32, block_rows=32768):
-        device = queue.device
-        require_fp64(device)
-        if n < 1 or nb < 1 or block_rows < 1:
-            raise ValueError("n, nb and block_rows must be positive")
-        self.ctx, self.queue, self.n, self.nb, self.ld = ctx, queue, n, int(nb), n + 1
-        local = max(8 * self.WGS * self.nb, 8 * self.QL * self.nb * self.TN)
-        check_work_group(device, max(self.WGS, self.TN * self.QL, self.TN * self.RL), local)
-        self.block_rows = int(min(block_rows, max(1, device.max_mem_alloc_size // (8 * self.ld))))
-        defines = {"NB": self.nb, "WGS": self.WGS, "RPI": self.RPI, "TN": self.TN, "QL": self.QL,
-                   "RL": self.RL, "RT": self.RT, "KC": self.KC}
-        prg = build(ctx, "lsq/3_blocked.cl", defines)
-        self.k = {name: cl.Kernel(prg, name) for name in
-                  ("house_dots", "house_step", "trail_w", "trail_finish", "trail_update", "column_ss")}
-        self.step = [cl.Kernel(prg, "house_step") for _ in range(2)]  # one per partial-sums parity
-        mf, ld = cl.mem_flags, self.ld
-        groups = self._groups(self.block_rows)
-        self.R = cl.Buffer(ctx, mf.READ_WRITE, 8 * n * ld)
-        self.B = cl.Buffer(ctx, mf.READ_WRITE, 8 * self.block_rows * ld)
-        self.part = [cl.Buffer(ctx, mf.READ_WRITE, 8 * groups * self.nb) for _ in range(2)]
-        self.tau = cl.Buffer(ctx, mf.READ_WRITE, 8 * n)
-        self.T, self.rnew = (cl.Buffer(ctx, mf.READ_WRITE, 8 * self.nb * self.nb) for _ in range(2))
-        self.W = cl.Buffer(ctx, mf.READ_WRITE, 8 * self.nb * ld)
-        self.Zp = cl.Buffer(ctx, mf.READ_WRITE, 8 * -(-self.block_rows // self.KC) * self.nb * ld)
-        self.sspart = cl.Buffer(ctx, mf.READ_WRITE, 8 * groups)
-        self.reset()
-
-    def _groups(self, b):
-        return -(-b // (self.WGS * self.RPI))
-
-    def reset(self):
-        cl.enqueue_fill_buffer(self.queue, self.R, np.zeros(1), 0, 8 * self.n * self.ld)
-        self.sserr = 0.0
-
-    def block(self, x, y, w=None):
-        """The rows as step 3 takes them: sqrt(w) * [x, y], float64, row-major."""
-        x, y, w = checked_rows(x, y, w, self.n)
-        return np.sqrt(w)[:, None] * np.column_stack([x, y])
-
-    def upload(self, rows):
-        """Copy a block (from `block`, at most block_rows rows) to the device."""
-        if len(rows) > self.block_rows:
-            raise ValueError(f"a block holds at most {self.block_rows:,} rows")
-        return cl.enqueue_copy(self.queue, self.B, np.ascontiguousarray(rows))
-
-    def enqueue(self, b, trace=None):
-        """Fold the b rows in the device's block buffer into R; returns the
-        events of the first and the last launch. With a list as `trace`, every
-        launch's (kernel name, event) goes into it."""
-        q, n, nb, ld = self.queue, self.n, self.nb, self.ld
-        i32 = np.int32
-        groups = self._groups(b)
-        events = []
-
-        def note(name, event):
-            events.append(event)
-            if trace is not None:
-                trace.append((name, event))
-
-        for k0 in range(0, n, nb):
-            pw = min(nb, n - k0)
-            note("house_dots", self.k["house_dots"](q, (groups * self.WGS,), (self.WGS,), self.B, i32(b),
-                                                    i32(ld), i32(k0), i32(pw), self.part[0]))
-            for jj in range(pw):
-                kern = self.step[jj % 2]
-                kern.set_args(self.B, self.R, i32(b), i32(ld), i32(k0), i32(pw), i32(jj), i32(groups),
-                              self.part[jj % 2], self.part[1 - jj % 2], self.tau, self.T, self.rnew)
-                note("house_step", cl.enqueue_nd_range_kernel(q, kern, (groups * self.WGS,), (self.WGS,)))
-            trail = ld - (k0 + pw)
-            tiles = -(-trail // self.TN)
-            chunks = -(-b // self.KC)
-            note("trail_w", self.k["trail_w"](q, (tiles * self.TN * self.QL, chunks), (self.TN * self.QL, 1),
-                                              self.B, i32(b), i32(ld), i32(k0), i32(pw), self.Zp))
-            note("trail_finish", self.k["trail_finish"](q, (-(-trail // 64) * 64,), (64,), self.R, i32(ld),
-                                                        i32(k0), i32(pw), i32(chunks), self.Zp, self.T,
-                                                        self.rnew, self.W))
-            rows = -(-b // self.RT)
-            note("trail_update", self.k["trail_update"](q, (tiles * self.TN, rows * self.RL), (self.TN, self.RL),
-                                                        self.B, i32(b), i32(ld), i32(k0), i32(pw), self.W))
-        note("column_ss", self.k["column_ss"](q, (groups * self.WGS,), (self.WGS,), self.B, i32(b), i32(ld),
-                                              i32(n), self.sspart))
-        return [events[0], events[-1]]
-
-    def add(self, x, y, w=None):
-        """Fold rows into R, block by block."""
-        rows = self.block(x, y, w)
-        for start in range(0, len(rows), self.block_rows):
-            part = rows[start:start + self.block_rows]
-            self.upload(part)
-            self.enqueue(len(part))
-            self.collect(len(part))
-        return self
-
-    def collect(self, b):
-        """Add the block's residual (what its reflections left of y) to sserr."""
-        out = np.empty(self._groups(b))
-        cl.enqueue_copy(self.queue, out, self.sspart)
-        self.sserr += float(np.sum(out))
-
-    def triangular(self):
-        out = np.empty((self.n, self.ld))
-        cl.enqueue_copy(self.queue, out, self.R)
-        return np.triu(out[:, :self.n]), out[:, self.n].copy()
+class BlockedQR(blocked_qr.BlockedQR):
+    """Step 3 (gpubook.blocked_qr) with Miller's form in and out."""
 
     def factor(self):
         """Miller's form (d, rbar, thetab, sserr) of what has been folded in."""
@@ -355,9 +235,7 @@ class BlockedQR:
     def load(self, f):
         """Start from a factorisation in Miller's form."""
         rt, z = f.triangular()
-        cl.enqueue_copy(self.queue, self.R, np.ascontiguousarray(np.column_stack([rt, z])))
-        self.sserr = f.sserr
-        return self
+        return self.load_triangular(rt, z, f.sserr)
 
 
 def includ_flops(n):
@@ -409,69 +287,3 @@ def cross_products(f, yty):
     """X'X = R'DR and X'y = R'D thetab from a factorisation (and y'y given)."""
     r = f.r()
     return r.T @ (f.d[:, None] * r), r.T @ (f.d * f.thetab), float(yty)
-
-
-def unrank(g, k, p):
-    """The k-subset of range(p) with rank g in the combinatorial number system."""
-    from math import comb
-
-    subset, c = [], p
-    for i in range(k, 0, -1):
-        c -= 1
-        while comb(c, i) > g:
-            c -= 1
-        g -= comb(c, i)
-        subset.append(c)
-    return tuple(sorted(subset))
-
-
-def subsets_numpy(xtx, xty, yty, k):
-    """(RSS of every k-subset of the candidates with the intercept, the subsets),
-    by batched Cholesky solves in NumPy."""
-    from itertools import combinations
-
-    p = len(xty) - 1
-    subs = np.array(list(combinations(range(p), k)), dtype=np.int64).reshape(-1, k)
-    cols = np.column_stack([np.zeros(len(subs), np.int64), subs + 1])
-    blocks = xtx[cols[:, :, None], cols[:, None, :]]
-    rhs = xty[cols]
-    coef = np.linalg.solve(blocks, rhs[..., None])[..., 0]
-    return yty - np.sum(coef * rhs, axis=1), subs
-
-
-class SubsetSearch:
-    """Step 4: the RSS of every k-subset of p candidates, one subset per work-item."""
-
-    def __init__(self, ctx, queue, p, k, wg=128):
-        from math import comb
-
-        require_fp64(queue.device)
-        if not 1 <= k <= min(p, 8):
-            raise ValueError(f"subset size k = {k} must be 1 to min(p, 8) = {min(p, 8)}")
-        self.ctx, self.queue, self.p, self.k, self.wg = ctx, queue, p, k, wg
-        self.count = comb(p, k)
-        table = np.array([[comb(c, i) for i in range(k + 1)] for c in range(p + 1)], np.uint64)
-        mf = cl.mem_flags
-        self.binom = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=table)
-        self.rss = cl.Buffer(ctx, mf.READ_WRITE, 8 * self.count)
-        self.kernel = kernel(ctx, "lsq/4_subsets.cl", "subset_rss", {"K": k, "P": p})
-
-    def upload(self, xtx, xty):
-        if xtx.shape != (self.p + 1, self.p + 1) or xty.shape != (self.p + 1,):
-            raise ValueError(f"expected X'X of {self.p + 1} x {self.p + 1} and X'y of {self.p + 1}")
-        mf = cl.mem_flags
-        return [cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(v, np.float64))
-                for v in (xtx, xty)]
-
-    def enqueue(self, data, yty):
-        groups = -(-self.count // self.wg)
-        return self.kernel(self.queue, (groups * self.wg,), (self.wg,), data[0], data[1], np.float64(yty),
-                           np.uint64(self.count), self.binom, self.rss)
-
-    def best(self, xtx, xty, yty):
-        """(smallest RSS, its subset of candidate indices)."""
-        self.enqueue(self.upload(xtx, xty), yty)
-        out = np.empty(self.count)
-        cl.enqueue_copy(self.queue, out, self.rss)
-        g = int(np.argmin(out))
-        return float(out[g]), unrank(g, self.k, self.p)

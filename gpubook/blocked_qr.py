@@ -1,0 +1,147 @@
+"""Least-squares rows folded into a triangular factor on the device by blocked
+Householder reflections (chapter 8's step 3, kernels/lsq/3_blocked.cl).
+
+[R; block of rows] is reflected back to triangular form panel by panel: one
+launch per column of a panel, then the panel's reflections applied at once to
+the trailing columns in the compact form Q = I - V T V'. Launches on an in-order
+queue order the work-groups; none ever waits for another.
+"""
+import numpy as np
+import pyopencl as cl
+
+from .device import check_work_group, require_fp64
+from .kernels import build
+
+
+def checked_rows(x, y, w, n):
+    """Rows of n values, their responses and weights as float64, or a clear
+    error for a wrong shape, non-finite data or a negative weight."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    if x.ndim != 2 or x.shape[1] != n:
+        raise ValueError(f"expected rows of {n} values, got shape {x.shape}")
+    if not np.all(np.isfinite(x)) or not np.all(np.isfinite(y)):
+        raise ValueError("the data contain NaN or infinite values")
+    w = np.ones(len(x)) if w is None else np.asarray(w, np.float64)
+    if np.any(w < 0):
+        raise ValueError("weights must not be negative")
+    return x, y, w
+
+
+class BlockedQR:
+    """Rows in blocks into R by blocked Householder reflections of [R; block],
+    over all the device's compute units (kernels/lsq/3_blocked.cl).
+
+    R is kept with its diagonal (n x (n+1), the response as column n), the
+    residual sum of squares in sserr. nb: panel width; block_rows: rows per block."""
+
+    WGS, RPI, TN, QL, RL, RT, KC = 128, 1, 32, 4, 8, 64, 512
+
+    def __init__(self, ctx, queue, n, nb=32, block_rows=32768):
+        device = queue.device
+        require_fp64(device)
+        if n < 1 or nb < 1 or block_rows < 1:
+            raise ValueError("n, nb and block_rows must be positive")
+        self.ctx, self.queue, self.n, self.nb, self.ld = ctx, queue, n, int(nb), n + 1
+        local = max(8 * self.WGS * self.nb, 8 * self.QL * self.nb * self.TN)
+        check_work_group(device, max(self.WGS, self.TN * self.QL, self.TN * self.RL), local)
+        self.block_rows = int(min(block_rows, max(1, device.max_mem_alloc_size // (8 * self.ld))))
+        defines = {"NB": self.nb, "WGS": self.WGS, "RPI": self.RPI, "TN": self.TN, "QL": self.QL,
+                   "RL": self.RL, "RT": self.RT, "KC": self.KC}
+        prg = build(ctx, "lsq/3_blocked.cl", defines)
+        self.k = {name: cl.Kernel(prg, name) for name in
+                  ("house_dots", "house_step", "trail_w", "trail_finish", "trail_update", "column_ss")}
+        self.step = [cl.Kernel(prg, "house_step") for _ in range(2)]  # one per partial-sums parity
+        mf, ld = cl.mem_flags, self.ld
+        groups = self._groups(self.block_rows)
+        self.R = cl.Buffer(ctx, mf.READ_WRITE, 8 * n * ld)
+        self.B = cl.Buffer(ctx, mf.READ_WRITE, 8 * self.block_rows * ld)
+        self.part = [cl.Buffer(ctx, mf.READ_WRITE, 8 * groups * self.nb) for _ in range(2)]
+        self.tau = cl.Buffer(ctx, mf.READ_WRITE, 8 * n)
+        self.T, self.rnew = (cl.Buffer(ctx, mf.READ_WRITE, 8 * self.nb * self.nb) for _ in range(2))
+        self.W = cl.Buffer(ctx, mf.READ_WRITE, 8 * self.nb * ld)
+        self.Zp = cl.Buffer(ctx, mf.READ_WRITE, 8 * -(-self.block_rows // self.KC) * self.nb * ld)
+        self.sspart = cl.Buffer(ctx, mf.READ_WRITE, 8 * groups)
+        self.reset()
+
+    def _groups(self, b):
+        return -(-b // (self.WGS * self.RPI))
+
+    def reset(self):
+        cl.enqueue_fill_buffer(self.queue, self.R, np.zeros(1), 0, 8 * self.n * self.ld)
+        self.sserr = 0.0
+
+    def block(self, x, y, w=None):
+        """The rows as step 3 takes them: sqrt(w) * [x, y], float64, row-major."""
+        x, y, w = checked_rows(x, y, w, self.n)
+        return np.sqrt(w)[:, None] * np.column_stack([x, y])
+
+    def upload(self, rows):
+        """Copy a block (from `block`, at most block_rows rows) to the device."""
+        if len(rows) > self.block_rows:
+            raise ValueError(f"a block holds at most {self.block_rows:,} rows")
+        return cl.enqueue_copy(self.queue, self.B, np.ascontiguousarray(rows))
+
+    def enqueue(self, b, trace=None):
+        """Fold the b rows in the device's block buffer into R; returns the
+        events of the first and the last launch. With a list as `trace`, every
+        launch's (kernel name, event) goes into it."""
+        q, n, nb, ld = self.queue, self.n, self.nb, self.ld
+        i32 = np.int32
+        groups = self._groups(b)
+        events = []
+
+        def note(name, event):
+            events.append(event)
+            if trace is not None:
+                trace.append((name, event))
+
+        for k0 in range(0, n, nb):
+            pw = min(nb, n - k0)
+            note("house_dots", self.k["house_dots"](q, (groups * self.WGS,), (self.WGS,), self.B, i32(b),
+                                                    i32(ld), i32(k0), i32(pw), self.part[0]))
+            for jj in range(pw):
+                kern = self.step[jj % 2]
+                kern.set_args(self.B, self.R, i32(b), i32(ld), i32(k0), i32(pw), i32(jj), i32(groups),
+                              self.part[jj % 2], self.part[1 - jj % 2], self.tau, self.T, self.rnew)
+                note("house_step", cl.enqueue_nd_range_kernel(q, kern, (groups * self.WGS,), (self.WGS,)))
+            trail = ld - (k0 + pw)
+            tiles = -(-trail // self.TN)
+            chunks = -(-b // self.KC)
+            note("trail_w", self.k["trail_w"](q, (tiles * self.TN * self.QL, chunks), (self.TN * self.QL, 1),
+                                              self.B, i32(b), i32(ld), i32(k0), i32(pw), self.Zp))
+            note("trail_finish", self.k["trail_finish"](q, (-(-trail // 64) * 64,), (64,), self.R, i32(ld),
+                                                        i32(k0), i32(pw), i32(chunks), self.Zp, self.T,
+                                                        self.rnew, self.W))
+            rows = -(-b // self.RT)
+            note("trail_update", self.k["trail_update"](q, (tiles * self.TN, rows * self.RL), (self.TN, self.RL),
+                                                        self.B, i32(b), i32(ld), i32(k0), i32(pw), self.W))
+        note("column_ss", self.k["column_ss"](q, (groups * self.WGS,), (self.WGS,), self.B, i32(b), i32(ld),
+                                              i32(n), self.sspart))
+        return [events[0], events[-1]]
+
+    def add(self, x, y, w=None):
+        """Fold rows into R, block by block."""
+        rows = self.block(x, y, w)
+        for start in range(0, len(rows), self.block_rows):
+            part = rows[start:start + self.block_rows]
+            self.upload(part)
+            self.enqueue(len(part))
+            self.collect(len(part))
+        return self
+
+    def collect(self, b):
+        """Add the block's residual (what its reflections left of y) to sserr."""
+        out = np.empty(self._groups(b))
+        cl.enqueue_copy(self.queue, out, self.sspart)
+        self.sserr += float(np.sum(out))
+
+    def triangular(self):
+        out = np.empty((self.n, self.ld))
+        cl.enqueue_copy(self.queue, out, self.R)
+        return np.triu(out[:, :self.n]), out[:, self.n].copy()
+
+    def load_triangular(self, rt, z, sserr):
+        """Start from an upper-triangular R (n x n), z = Q'y and a residual sum of squares."""
+        cl.enqueue_copy(self.queue, self.R, np.ascontiguousarray(np.column_stack([rt, z]), np.float64))
+        self.sserr = float(sserr)
+        return self
