@@ -157,3 +157,14 @@ def test_opens_no_opencl_device(monkeypatch):
 
 def test_recorded_numbers():
     assert ac.recorded_numbers({"a": [1.5, {"b": 2}], "c": "x", "d": True, "e": []}) == {1.5, 2}
+
+
+def test_fp64_row_comes_from_chapter_8():
+    results = ac.load()
+    rows = ac.limit_rows(results)
+    row = next(r for r in rows if r[0].startswith("FP64"))
+    devices = [r for r in results.values() if ac.limits(r)]
+    for cell, records in zip(row[1:], devices):
+        stored = records.get("08_lsq", {}).get("data", {}).get("fp64_gflops")
+        assert cell == ac.fmt(stored)
+    assert any(cell != "—" for cell in row[1:-1])
