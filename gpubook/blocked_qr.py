@@ -49,14 +49,15 @@ class BlockedQR:
                    "RL": self.RL, "RT": self.RT, "KC": self.KC}
         prg = build(ctx, "lsq/3_blocked.cl", defines)
         self.k = {name: cl.Kernel(prg, name) for name in
-                  ("house_dots", "house_step", "trail_w", "trail_finish", "trail_update", "column_ss")}
-        self.step = [cl.Kernel(prg, "house_step") for _ in range(2)]  # one per partial-sums parity
+                  ("house_dots", "trail_w", "trail_finish", "trail_update", "column_ss")}
+        # house_step runs once per column: one kernel object per partial-sums
+        # parity, whose arguments change only where the column or panel does
+        self.step = [cl.Kernel(prg, "house_step") for _ in range(2)]
         mf, ld = cl.mem_flags, self.ld
         groups = self._groups(self.block_rows)
         self.R = cl.Buffer(ctx, mf.READ_WRITE, 8 * n * ld)
         self.B = cl.Buffer(ctx, mf.READ_WRITE, 8 * self.block_rows * ld)
         self.part = [cl.Buffer(ctx, mf.READ_WRITE, 8 * groups * self.nb) for _ in range(2)]
-        self.tau = cl.Buffer(ctx, mf.READ_WRITE, 8 * n)
         self.T, self.rnew = (cl.Buffer(ctx, mf.READ_WRITE, 8 * self.nb * self.nb) for _ in range(2))
         self.W = cl.Buffer(ctx, mf.READ_WRITE, 8 * self.nb * ld)
         self.Zp = cl.Buffer(ctx, mf.READ_WRITE, 8 * -(-self.block_rows // self.KC) * self.nb * ld)
@@ -95,14 +96,19 @@ class BlockedQR:
             if trace is not None:
                 trace.append((name, event))
 
+        for parity, kern in enumerate(self.step):
+            kern.set_args(self.B, self.R, i32(b), i32(ld), i32(0), i32(0), i32(0), i32(groups),
+                          self.part[parity], self.part[1 - parity], self.T, self.rnew)
         for k0 in range(0, n, nb):
             pw = min(nb, n - k0)
             note("house_dots", self.k["house_dots"](q, (groups * self.WGS,), (self.WGS,), self.B, i32(b),
                                                     i32(ld), i32(k0), i32(pw), self.part[0]))
+            for kern in self.step:
+                kern.set_arg(4, i32(k0))
+                kern.set_arg(5, i32(pw))
             for jj in range(pw):
                 kern = self.step[jj % 2]
-                kern.set_args(self.B, self.R, i32(b), i32(ld), i32(k0), i32(pw), i32(jj), i32(groups),
-                              self.part[jj % 2], self.part[1 - jj % 2], self.tau, self.T, self.rnew)
+                kern.set_arg(6, i32(jj))
                 note("house_step", cl.enqueue_nd_range_kernel(q, kern, (groups * self.WGS,), (self.WGS,)))
             trail = ld - (k0 + pw)
             tiles = -(-trail // self.TN)
