@@ -87,7 +87,7 @@ _compiles = {}
 
 def compiler_failure(device):
     """None when the device's OpenCL compiler builds a trivial kernel, else the
-    first line of its complaint (checked once per device)."""
+    last error line of its complaint (checked once per device)."""
     key = device.int_ptr
     if key not in _compiles:
         try:

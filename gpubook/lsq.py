@@ -68,9 +68,15 @@ class Factor:
         return cls(diag**2, unit[np.triu_indices(n, 1)].copy(), np.where(diag == 0.0, 0.0, z / safe),
                    float(sserr))
 
+    def gram(self):
+        """X'WX as the factorisation holds it: R'DR."""
+        r = self.r()
+        return r.T @ (self.d[:, None] * r)
+
     def column_norms(self):
         """sqrt of the diagonal of X'WX = R'DR, without the data."""
-        return np.sqrt(np.einsum("i,ij,ij->j", self.d, self.r(), self.r()))
+        r = self.r()
+        return np.sqrt(np.einsum("i,ij,ij->j", self.d, r, r))
 
     def rss_nested(self):
         """Residual sums of squares of the models with the first k columns, k = 0..n."""
@@ -139,8 +145,7 @@ def factor_error(f, x, w=None):
     x = np.asarray(x, np.float64)
     w = np.ones(len(x)) if w is None else np.asarray(w, np.float64)
     xtwx = x.T @ (w[:, None] * x)
-    r = f.r()
-    return float(np.max(np.abs(r.T @ (f.d[:, None] * r) - xtwx)) / np.max(np.abs(xtwx)))
+    return float(np.max(np.abs(f.gram() - xtwx)) / np.max(np.abs(xtwx)))
 
 
 def rss_lstsq(x, y, w=None):
@@ -285,5 +290,4 @@ def time_blocked(ctx, queue, x, y, nb, repeats=3):
 
 def cross_products(f, yty):
     """X'X = R'DR and X'y = R'D thetab from a factorisation (and y'y given)."""
-    r = f.r()
-    return r.T @ (f.d[:, None] * r), r.T @ (f.d * f.thetab), float(yty)
+    return f.gram(), f.r().T @ (f.d * f.thetab), float(yty)
