@@ -58,6 +58,7 @@ class BlockedQR:
         self.R = cl.Buffer(ctx, mf.READ_WRITE, 8 * n * ld)
         self.B = cl.Buffer(ctx, mf.READ_WRITE, 8 * self.block_rows * ld)
         self.part = [cl.Buffer(ctx, mf.READ_WRITE, 8 * groups * self.nb) for _ in range(2)]
+        self.tau = cl.Buffer(ctx, mf.READ_WRITE, 8 * n)  # written by house_step, read by nothing yet
         self.T, self.rnew = (cl.Buffer(ctx, mf.READ_WRITE, 8 * self.nb * self.nb) for _ in range(2))
         self.W = cl.Buffer(ctx, mf.READ_WRITE, 8 * self.nb * ld)
         self.Zp = cl.Buffer(ctx, mf.READ_WRITE, 8 * -(-self.block_rows // self.KC) * self.nb * ld)
@@ -98,7 +99,7 @@ class BlockedQR:
 
         for parity, kern in enumerate(self.step):
             kern.set_args(self.B, self.R, i32(b), i32(ld), i32(0), i32(0), i32(0), i32(groups),
-                          self.part[parity], self.part[1 - parity], self.T, self.rnew)
+                          self.part[parity], self.part[1 - parity], self.tau, self.T, self.rnew)
         for k0 in range(0, n, nb):
             pw = min(nb, n - k0)
             note("house_dots", self.k["house_dots"](q, (groups * self.WGS,), (self.WGS,), self.B, i32(b),

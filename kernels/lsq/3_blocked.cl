@@ -64,8 +64,8 @@ void house_dots(__global const double *restrict B, const int b, const int ld, co
 // Column j = k0 + jj of the panel: sum the partial dots of B's column j with
 // the panel's columns (made by the previous launch), form the reflection,
 // apply it to this work-group's rows of the panel, and leave the partial dots
-// of the next column for the next launch. Work-group 0 also writes column jj
-// of T (tau_j on its diagonal), and row jj of the panel's new R block into rnew (R itself
+// of the next column for the next launch. Work-group 0 also writes tau[j],
+// column jj of T, and row jj of the panel's new R block into rnew (R itself
 // is only read here: every work-group reads R[j, .] in this launch).
 // Everything on the way to the reflection is spread over the work-items:
 // WGS / NB of them sum each column's partials, one per column forms w.
@@ -73,7 +73,7 @@ __kernel __attribute__((reqd_work_group_size(WGS, 1, 1)))
 void house_step(__global double *restrict B, __global const double *restrict R, const int b,
                 const int ld, const int k0, const int pw, const int jj, const int groups,
                 __global const double *restrict part_in, __global double *restrict part_out,
-                __global double *restrict T,
+                __global double *restrict tau, __global double *restrict T,
                 __global double *restrict rnew)
 {
     __local double x[WGS * NB];
@@ -124,6 +124,7 @@ void house_step(__global double *restrict B, __global const double *restrict R, 
         }
         if (lid == jj) {
             T[jj * NB + jj] = t;
+            tau[j] = t;
             rnew[jj * NB + jj] = beta;
         }
         if (lid > jj && lid < pw)
