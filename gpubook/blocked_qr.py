@@ -58,7 +58,7 @@ class BlockedQR:
         self.R = cl.Buffer(ctx, mf.READ_WRITE, 8 * n * ld)
         self.B = cl.Buffer(ctx, mf.READ_WRITE, 8 * self.block_rows * ld)
         self.part = [cl.Buffer(ctx, mf.READ_WRITE, 8 * groups * self.nb) for _ in range(2)]
-        self.tau = cl.Buffer(ctx, mf.READ_WRITE, 8 * n)  # written by house_step, read by nothing yet
+        self.tau = cl.Buffer(ctx, mf.READ_WRITE, 8 * n)  # the reflections' scalars (step 5 reads them)
         self.T, self.rnew = (cl.Buffer(ctx, mf.READ_WRITE, 8 * self.nb * self.nb) for _ in range(2))
         self.W = cl.Buffer(ctx, mf.READ_WRITE, 8 * self.nb * ld)
         self.Zp = cl.Buffer(ctx, mf.READ_WRITE, 8 * -(-self.block_rows // self.KC) * self.nb * ld)
@@ -87,44 +87,68 @@ class BlockedQR:
         """Fold the b rows in the device's block buffer into R; returns the
         events of the first and the last launch. With a list as `trace`, every
         launch's (kernel name, event) goes into it."""
-        q, n, nb, ld = self.queue, self.n, self.nb, self.ld
-        i32 = np.int32
-        groups = self._groups(b)
         events = []
+        note = self._recorder(events, trace)
+        self._start(b)
+        for k0 in range(0, self.n, self.nb):
+            pw = min(self.nb, self.n - k0)
+            self._panel(b, k0, pw, note)
+            self._trail(b, k0, pw, self.ld, note)
+        self._residual(b, note)
+        return [events[0], events[-1]]
 
+    @staticmethod
+    def _recorder(events, trace):
         def note(name, event):
             events.append(event)
             if trace is not None:
                 trace.append((name, event))
+        return note
 
+    def _start(self, b):
+        """house_step's arguments that stay the same for the whole block."""
+        i32 = np.int32
         for parity, kern in enumerate(self.step):
-            kern.set_args(self.B, self.R, i32(b), i32(ld), i32(0), i32(0), i32(0), i32(groups),
+            kern.set_args(self.B, self.R, i32(b), i32(self.ld), i32(0), i32(0), i32(0), i32(self._groups(b)),
                           self.part[parity], self.part[1 - parity], self.tau, self.T, self.rnew)
-        for k0 in range(0, n, nb):
-            pw = min(nb, n - k0)
-            note("house_dots", self.k["house_dots"](q, (groups * self.WGS,), (self.WGS,), self.B, i32(b),
-                                                    i32(ld), i32(k0), i32(pw), self.part[0]))
-            for kern in self.step:
-                kern.set_arg(4, i32(k0))
-                kern.set_arg(5, i32(pw))
-            for jj in range(pw):
-                kern = self.step[jj % 2]
-                kern.set_arg(6, i32(jj))
-                note("house_step", cl.enqueue_nd_range_kernel(q, kern, (groups * self.WGS,), (self.WGS,)))
-            trail = ld - (k0 + pw)
-            tiles = -(-trail // self.TN)
-            chunks = -(-b // self.KC)
+
+    def _panel(self, b, k0, pw, note):
+        """The reflections of columns k0..k0+pw, one launch per column, applied
+        to the panel's own columns; T and the panel's new rows of R from them."""
+        q, i32, groups = self.queue, np.int32, self._groups(b)
+        note("house_dots", self.k["house_dots"](q, (groups * self.WGS,), (self.WGS,), self.B, i32(b),
+                                                i32(self.ld), i32(k0), i32(pw), self.part[0]))
+        for kern in self.step:
+            kern.set_arg(4, i32(k0))
+            kern.set_arg(5, i32(pw))
+        for jj in range(pw):
+            kern = self.step[jj % 2]
+            kern.set_arg(6, i32(jj))
+            note("house_step", cl.enqueue_nd_range_kernel(q, kern, (groups * self.WGS,), (self.WGS,)))
+
+    def _trail(self, b, k0, pw, cend, note):
+        """The panel's reflections applied to columns k0+pw..cend of [R; B]
+        (and the panel's rows of R put in place)."""
+        q, i32, ld = self.queue, np.int32, self.ld
+        trail = cend - (k0 + pw)
+        tiles = -(-trail // self.TN)
+        chunks = -(-b // self.KC)
+        if tiles:
             note("trail_w", self.k["trail_w"](q, (tiles * self.TN * self.QL, chunks), (self.TN * self.QL, 1),
-                                              self.B, i32(b), i32(ld), i32(k0), i32(pw), self.Zp))
-            note("trail_finish", self.k["trail_finish"](q, (-(-trail // 64) * 64,), (64,), self.R, i32(ld),
-                                                        i32(k0), i32(pw), i32(chunks), self.Zp, self.T,
-                                                        self.rnew, self.W))
+                                              self.B, i32(b), i32(ld), i32(k0), i32(pw), self.Zp, i32(cend)))
+        note("trail_finish", self.k["trail_finish"](q, (max(1, -(-trail // 64)) * 64,), (64,), self.R, i32(ld),
+                                                    i32(k0), i32(pw), i32(chunks), self.Zp, self.T,
+                                                    self.rnew, self.W, i32(cend)))
+        if tiles:
             rows = -(-b // self.RT)
             note("trail_update", self.k["trail_update"](q, (tiles * self.TN, rows * self.RL), (self.TN, self.RL),
-                                                        self.B, i32(b), i32(ld), i32(k0), i32(pw), self.W))
-        note("column_ss", self.k["column_ss"](q, (groups * self.WGS,), (self.WGS,), self.B, i32(b), i32(ld),
-                                              i32(n), self.sspart))
-        return [events[0], events[-1]]
+                                                        self.B, i32(b), i32(ld), i32(k0), i32(pw), self.W,
+                                                        i32(cend)))
+
+    def _residual(self, b, note):
+        groups = self._groups(b)
+        note("column_ss", self.k["column_ss"](self.queue, (groups * self.WGS,), (self.WGS,), self.B, np.int32(b),
+                                              np.int32(self.ld), np.int32(self.n), self.sspart))
 
     def add(self, x, y, w=None):
         """Fold rows into R, block by block."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyopencl as cl
 
-from . import blocked_qr
+from . import blocked_qr, tiled_qr
 from .blocked_qr import checked_rows
 from .device import check_work_group, default_work_group, require_fp64
 from .kernels import kernel
@@ -229,8 +229,8 @@ class Includ:
         return self.factor()
 
 
-class BlockedQR(blocked_qr.BlockedQR):
-    """Step 3 (gpubook.blocked_qr) with Miller's form in and out."""
+class MillerForm:
+    """Miller's form in and out of a factor kept in triangular form on the device."""
 
     def factor(self):
         """Miller's form (d, rbar, thetab, sserr) of what has been folded in."""
@@ -241,6 +241,14 @@ class BlockedQR(blocked_qr.BlockedQR):
         """Start from a factorisation in Miller's form."""
         rt, z = f.triangular()
         return self.load_triangular(rt, z, f.sserr)
+
+
+class BlockedQR(MillerForm, blocked_qr.BlockedQR):
+    """Step 3 (gpubook.blocked_qr) with Miller's form in and out."""
+
+
+class TiledQR(MillerForm, tiled_qr.TiledQR):
+    """Step 5 (gpubook.tiled_qr) with Miller's form in and out."""
 
 
 def includ_flops(n):
@@ -267,10 +275,14 @@ def time_includ(ctx, queue, step, f, x, y, wg=None, repeats=3):
     return time_events(launch, repeats=repeats, warmup=1)
 
 
-def time_blocked(ctx, queue, x, y, nb, repeats=3):
-    """Step 3 on all rows of x into an empty R: (Timing, device seconds per
-    kernel in the last run, the BlockedQR holding the result)."""
-    qr = BlockedQR(ctx, queue, x.shape[1], nb=nb, block_rows=len(x))
+def time_blocked(ctx, queue, x, y, nb, repeats=3, tiled=None):
+    """Step 3 (or step 5, with `tiled` the TiledQR options: outer, shape,
+    chunk) on all rows of x into an empty R: (Timing, device seconds per
+    kernel in the last run, the factor holding the result)."""
+    if tiled is None:
+        qr = BlockedQR(ctx, queue, x.shape[1], nb=nb, block_rows=len(x))
+    else:
+        qr = TiledQR(ctx, queue, x.shape[1], nb=nb, block_rows=len(x), **tiled)
     pristine = cl.Buffer(ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
                          hostbuf=np.ascontiguousarray(qr.block(x, y)))
     trace = []

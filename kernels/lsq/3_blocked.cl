@@ -136,13 +136,13 @@ void house_step(__global double *restrict B, __global const double *restrict R, 
     panel_dots(B, jj + 1 < pw ? b : 0, ld, k0, pw, j + 1, part_out, x);
 }
 
-// Z = U' B for the trailing columns (from k0 + pw on), split over the rows:
+// Z = U' B for the trailing columns (from k0 + pw up to cend), split over the rows:
 // work-group (tile, chunk) takes TN columns and the KC rows of its chunk and
 // leaves its share in Zp[chunk]; trail_finish adds the shares. Work-item
 // (cl, q) takes column cl and the rows r = q (mod QL) of the chunk.
 __kernel __attribute__((reqd_work_group_size(TN * QL, 1, 1)))
 void trail_w(__global const double *restrict B, const int b, const int ld, const int k0, const int pw,
-             __global double *restrict Zp)
+             __global double *restrict Zp, const int cend)
 {
     __local double z[QL * NB * TN];
     const int lid = get_local_id(0), cl = lid % TN, q = lid / TN, chunk = get_group_id(1);
@@ -151,7 +151,7 @@ void trail_w(__global const double *restrict B, const int b, const int ld, const
     double acc[NB];
     for (int i = 0; i < NB; ++i)
         acc[i] = 0.0;
-    if (c < ld)
+    if (c < cend)
         for (int r = chunk * KC + q; r < r1; r += QL) {
             __global const double *row = B + (size_t)r * ld;
             const double bc = row[c];
@@ -163,7 +163,7 @@ void trail_w(__global const double *restrict B, const int b, const int ld, const
     for (int i = 0; i < NB; ++i)
         z[(q * NB + i) * TN + cl] = acc[i];
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (q == 0 && c < ld)
+    if (q == 0 && c < cend)
         for (int i = 0; i < pw; ++i) {
             double s = 0.0;
             for (int p = 0; p < QL; ++p)
@@ -178,7 +178,7 @@ void trail_w(__global const double *restrict B, const int b, const int ld, const
 __kernel void trail_finish(__global double *restrict R, const int ld, const int k0, const int pw,
                            const int chunks, __global const double *restrict Zp,
                            __global const double *restrict T, __global const double *restrict rnew,
-                           __global double *restrict W)
+                           __global double *restrict W, const int cend)
 {
     const int c = k0 + pw + get_global_id(0);
     if (get_group_id(0) == 0)
@@ -187,7 +187,7 @@ __kernel void trail_finish(__global double *restrict R, const int ld, const int 
             if (l >= i)
                 R[(size_t)(k0 + i) * ld + k0 + l] = rnew[i * NB + l];
         }
-    if (c >= ld)
+    if (c >= cend)
         return;
     double z[NB];
     for (int i = 0; i < NB; ++i) {
@@ -208,14 +208,14 @@ __kernel void trail_finish(__global double *restrict R, const int ld, const int 
     }
 }
 
-// B[r, c] -= sum over i of U[r, i] W[i, c] for the trailing columns: work-item
+// B[r, c] -= sum over i of U[r, i] W[i, c] for the trailing columns (up to cend): work-item
 // (cl, rl) takes column c and rows rl, rl + RL, ... of its work-group's RT rows.
 __kernel __attribute__((reqd_work_group_size(TN, RL, 1)))
 void trail_update(__global double *restrict B, const int b, const int ld, const int k0, const int pw,
-                  __global const double *restrict W)
+                  __global const double *restrict W, const int cend)
 {
     const int c = k0 + pw + get_global_id(0);
-    if (c >= ld)
+    if (c >= cend)
         return;
     double wc[NB];
 #pragma unroll
