@@ -132,10 +132,7 @@ class BlockedQR:
         q, i32, ld = self.queue, np.int32, self.ld
         trail = cend - (k0 + pw)
         tiles = -(-trail // self.TN)
-        chunks = -(-b // self.KC)
-        if tiles:
-            note("trail_w", self.k["trail_w"](q, (tiles * self.TN * self.QL, chunks), (self.TN * self.QL, 1),
-                                              self.B, i32(b), i32(ld), i32(k0), i32(pw), self.Zp, i32(cend)))
+        chunks = self._column_sums(b, k0, pw, cend, note) if tiles else 1
         note("trail_finish", self.k["trail_finish"](q, (max(1, -(-trail // 64)) * 64,), (64,), self.R, i32(ld),
                                                     i32(k0), i32(pw), i32(chunks), self.Zp, self.T,
                                                     self.rnew, self.W, i32(cend)))
@@ -144,6 +141,14 @@ class BlockedQR:
             note("trail_update", self.k["trail_update"](q, (tiles * self.TN, rows * self.RL), (self.TN, self.RL),
                                                         self.B, i32(b), i32(ld), i32(k0), i32(pw), self.W,
                                                         i32(cend)))
+
+    def _column_sums(self, b, k0, pw, cend, note):
+        """U'B for columns k0+pw..cend in chunks of rows (into Zp); returns the number of chunks."""
+        i32, trail, chunks = np.int32, cend - (k0 + pw), -(-b // self.KC)
+        note("trail_w", self.k["trail_w"](self.queue, (-(-trail // self.TN) * self.TN * self.QL, chunks),
+                                          (self.TN * self.QL, 1), self.B, i32(b), i32(self.ld), i32(k0), i32(pw),
+                                          self.Zp, i32(cend)))
+        return chunks
 
     def _residual(self, b, note):
         groups = self._groups(b)

@@ -36,12 +36,16 @@ class TiledQR(BlockedQR):
             raise ValueError(f"row chunks of {chunk} are not a multiple of the tile's K = {self.shape['K']}")
         # the shape must build and run here: a clear error now, not at the first launch
         tiles.get_kernel(ctx, queue.device, self.shape, np.float64)
+        self.inner_shape = {"TM": self.nb + self.nb % 2, "TN": 64, "WM": 2, "WN": 4, "K": 8, "STAGES": 2}
+        tiles.get_kernel(ctx, queue.device, self.inner_shape, np.float64)
         self.outer, self.chunk = int(outer), int(chunk)
         prg = build(ctx, "lsq/5_tiled.cl")
         self.k.update({name: cl.Kernel(prg, name) for name in ("z_sum", "build_t", "r_update", "transpose")})
         mf, ld, o = cl.mem_flags, self.ld, self.outer
         chunks = -(-self.block_rows // self.chunk)
         self.Zq = cl.Buffer(ctx, mf.READ_WRITE, 8 * chunks * o * ld)
+        if chunks > -(-self.block_rows // self.KC):   # the inner panels' sums, in this many chunks
+            self.Zp = cl.Buffer(ctx, mf.READ_WRITE, 8 * chunks * self.nb * ld)
         self.Z, self.Wq = (cl.Buffer(ctx, mf.READ_WRITE, 8 * o * ld) for _ in range(2))
         self.Tq = cl.Buffer(ctx, mf.READ_WRITE, 8 * o * o)
         self.Ut = cl.Buffer(ctx, mf.READ_WRITE, 8 * o * self.block_rows)
@@ -61,8 +65,16 @@ class TiledQR(BlockedQR):
         self._residual(b, note)
         return [events[0], events[-1]]
 
-    def _product(self, name, note, *args, **kw):
-        note(name, tiles.launch(self.queue, self.shape, np.float64, *args, **kw))
+    def _product(self, name, note, *args, shape=None, **kw):
+        note(name, tiles.launch(self.queue, shape or self.shape, np.float64, *args, **kw))
+
+    def _column_sums(self, b, k0, pw, cend, note):
+        """Step 3's U'B inside the outer panel, as a register-tiled product whose
+        tile is the inner panel's height: fewer, longer row chunks for trail_finish to add."""
+        ld = self.ld
+        self._product("tiles: U'B, inner", note, self.B, k0, ld, self.B, k0 + pw, ld, self.Zp, k0 + pw, ld, pw,
+                      cend - (k0 + pw), 0, b, k_chunk=self.chunk, c_stride=self.nb * ld, shape=self.inner_shape)
+        return -(-b // self.chunk)
 
     def _outer_update(self, b, k0, pw, note):
         """Columns k0+pw.. of [R; B] -= V T' V' [R; B] for the outer panel's pw reflections."""
@@ -74,8 +86,9 @@ class TiledQR(BlockedQR):
                       k_chunk=self.chunk, c_stride=o * ld)
         note("z_sum", self.k["z_sum"](q, (-(-(ld - k0) // 64) * 64, pw), (64, 1), self.Zq, i32(chunks),
                                       i32(o * ld), self.R, self.Z, i32(ld), i32(k0), i32(pw)))
-        note("build_t", self.k["build_t"](q, (-(-pw // 32) * 32,), (32,), self.Z, i32(ld), i32(k0), i32(pw),
-                                          self.tau, self.Tq, i32(o)))
+        wg = -(-pw // 32) * 32
+        note("build_t", self.k["build_t"](q, (wg,), (wg,), self.Z, i32(ld), i32(k0), i32(pw), self.tau, self.Tq,
+                                          i32(o), cl.LocalMemory(8 * wg)))
         # 4. W = T'Z for the later columns
         self._product("tiles: T'Z", note, self.Tq, 0, o, self.Z, k0 + pw, ld, self.Wq, k0 + pw, ld, pw, rest, 0, pw)
         note("r_update", self.k["r_update"](q, (-(-rest // 64) * 64, pw), (64, 1), self.R, self.Wq, i32(ld),

@@ -30,23 +30,31 @@ __kernel void z_sum(__global const double *restrict Zp, const int chunks, const 
 // The compact form Q = I - V T V' of the panel's pw reflections: T is upper
 // triangular with T[i][i] = tau_i and, column by column,
 // T[0:j, j] = -tau_j T[0:j, 0:j] G[0:j, j], where G[l][j] = u_l' u_j (the e
-// parts of two reflections never overlap). Row i of T needs only row i's
-// earlier entries, so work-item i builds row i alone, with no barrier.
+// parts of two reflections never overlap). Row i of T needs only its own
+// earlier entries: work-item i builds row i, and the work-group shares one
+// column of G at a time through local memory. One work-group of at least pw.
 __kernel void build_t(__global const double *restrict Z, const int ld, const int K0, const int pw,
-                      __global const double *restrict tau, __global double *restrict T, const int ldt)
+                      __global const double *restrict tau, __global double *restrict T, const int ldt,
+                      __local double *g)
 {
-    const int i = get_global_id(0);
-    if (i >= pw)
-        return;
+    const int i = get_local_id(0);
     __global double *row = T + (size_t)i * ldt;
-    for (int j = 0; j < i; ++j)
-        row[j] = 0.0;
-    row[i] = tau[K0 + i];
-    for (int j = i + 1; j < pw; ++j) {
-        double s = 0.0;
-        for (int l = i; l < j; ++l)
-            s += row[l] * Z[(size_t)l * ld + K0 + j];
-        row[j] = -tau[K0 + j] * s;
+    if (i < pw) {
+        for (int j = 0; j < i; ++j)
+            row[j] = 0.0;
+        row[i] = tau[K0 + i];
+    }
+    for (int j = 1; j < pw; ++j) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (i < j)
+            g[i] = Z[(size_t)i * ld + K0 + j];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (i < j) {
+            double s = 0.0;
+            for (int l = i; l < j; ++l)
+                s += row[l] * g[l];
+            row[j] = -tau[K0 + j] * s;
+        }
     }
 }
 
