@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyopencl as cl
 
+from . import tiles
 from .device import check_work_group
 from .kernels import kernel
 
@@ -19,7 +20,6 @@ COL_PAD = 128   # the padded width is a multiple of every tile width the steps u
 ROW_PAD = 64    # the padded height is a multiple of every chunk of rows
 SUM_ROWS = 256  # R: partial sums per column in the first pass of the mean
 LOCAL_T = 16    # step 3's tile: T x T work-items
-DEFAULT_TILE = {"TB": 64, "WPT": 4, "K": 16}  # step 4's shape until a sweep picks one
 
 
 def round_up(x, multiple):
@@ -81,20 +81,30 @@ def check(c, ref, tol):
     return err
 
 
-def tile_shapes(device, tbs=(32, 64, 128), wpts=(4, 8), ks=(8, 16, 32)):
-    """The (TB, WPT, K) register-tile shapes this device can run."""
-    shapes = []
-    for tb in tbs:
-        for wpt in wpts:
-            for k in ks:
-                nt = (tb // wpt) ** 2
-                loads = k * tb / 4 / nt
-                if (tb % wpt or wpt % 4 or COL_PAD % tb or ROW_PAD % k or loads < 1
-                        or loads != int(loads) or nt > device.max_work_group_size
-                        or 2 * k * tb * 4 > device.local_mem_size):
-                    continue
-                shapes.append({"TB": tb, "WPT": wpt, "K": k})
-    return shapes
+# Step 4's sweep: what each row changes against the one before it is the
+# chapter's story (a bigger tile, more work per work-item, longer chunks, two
+# local buffers, loads issued when needed instead of a chunk ahead).
+SWEEP = [(64, 4, 4, 16, 1, 1), (64, 8, 8, 16, 1, 1), (128, 8, 8, 16, 1, 1), (128, 8, 8, 8, 1, 1),
+         (128, 8, 8, 32, 1, 1), (128, 8, 16, 16, 1, 1), (128, 16, 8, 16, 1, 1), (128, 8, 16, 8, 1, 1),
+         (128, 8, 8, 16, 2, 1), (128, 8, 16, 16, 2, 1), (128, 8, 8, 16, 1, 0), (128, 8, 8, 16, 2, 0),
+         (128, 8, 8, 32, 2, 0)]
+
+
+def shape(tb, wm, wn, k, stages=1, prefetch=1):
+    """A square TB x TB tile of S (kernels/tiles/register_tiles.cl's keys)."""
+    return {"TM": tb, "TN": tb, "WM": wm, "WN": wn, "K": k, "STAGES": stages, "PREFETCH": prefetch}
+
+
+DEFAULT_TILE = shape(64, 4, 4, 16)  # step 4's shape until a sweep picks one
+
+
+def tile_shapes(device, candidates=SWEEP):
+    """(the register-tile shapes this device can run for S, [(shape, reason)] for the others)."""
+    shapes = [shape(*c) for c in candidates]
+    bad = [(s, f"the tile must divide the padding ({COL_PAD} columns, {ROW_PAD} rows)")
+           for s in shapes if COL_PAD % s["TM"] or ROW_PAD % s["K"]]
+    ok, skipped = tiles.feasible(device, [s for s in shapes if not any(s is b for b, _ in bad)], np.float32)
+    return ok, bad + skipped
 
 
 def launch_col_sums(queue, x, shift, partial, m, n, accumulate=False, rows=SUM_ROWS, wait_for=None):
@@ -112,21 +122,12 @@ def launch_centre(queue, x, shift, xc, scale, m, n, mp, np_, wait_for=None):
 
 
 def launch_tiles(queue, a, b, s, m, lda, ldb, ldc, tile, pair=None, accumulate=False, wait_for=None):
-    """register_tiles: S (+)= AᵀB over the lower triangle of a square S (pair=None,
-    A = B), or over the full rows x cols grid of S for two panels (pair=(rows, cols))."""
-    tb, wpt = tile["TB"], tile["WPT"]
-    nt = (tb // wpt) ** 2
-    check_work_group(queue.device, nt, 2 * 4 * tile["K"] * tb)
-    k = kernel(queue.context, "covariance/register_tiles.cl", "register_tiles",
-               {**tile, "TRIANGLE": int(pair is None)})
-    if pair is None:
-        tiles_x = lda // tb
-        groups = tiles_x * (tiles_x + 1) // 2
-    else:
-        tiles_x = pair[1] // tb
-        groups = (pair[0] // tb) * tiles_x
-    return k(queue, (groups * nt,), (nt,), a, b, s, np.int32(m), np.int32(lda), np.int32(ldb),
-             np.int32(ldc), np.int32(tiles_x), np.int32(accumulate), wait_for=wait_for)
+    """S (+)= AᵀB with register tiles (gpubook.tiles, float): over the lower
+    triangle of a square S (pair=None, A = B), or over the full rows x cols grid
+    of S for two panels (pair=(rows, cols)). Everything is padded: no bounds."""
+    rows, cols = (lda, lda) if pair is None else pair
+    return tiles.launch(queue, tile, np.float32, a, 0, lda, b, 0, ldb, s, 0, ldc, rows, cols, 0, m,
+                        accumulate=accumulate, triangle=pair is None, aligned=True, wait_for=wait_for)
 
 
 def launch_finish(queue, s, lds, c, rows, cols, d1, d2, inv_m, mirror=True, wait_for=None):

@@ -141,8 +141,8 @@ class TilePairs:
     def __init__(self, ctx, device, n, budget, tile, width=None, rows=None):
         self.ctx, self.n, self.tile = ctx, n, tile
         self.width, self.rows = plan_pairs(budget, n) if width is None else (width, rows)
-        if self.width % tile["TB"]:
-            raise ValueError(f"panel width {self.width} is not a multiple of the tile width {tile['TB']}")
+        if self.width % tile["TM"]:
+            raise ValueError(f"panel width {self.width} is not a multiple of the tile width {tile['TM']}")
         self.bytes = pair_bytes(self.width, self.rows)
         self.copyq, self.queue = _queues(ctx, device)
         mf, f, w, r = cl.mem_flags, 4, self.width, self.rows

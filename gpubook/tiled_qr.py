@@ -15,10 +15,9 @@ from . import tiles
 from .blocked_qr import BlockedQR
 from .kernels import build
 
-# From the H200 sweep of chapter 8 (kernels/tiles/register_tiles.cl in double):
-# the product with an inner dimension of `outer` rows (B -= U W) and the
-# long ones over all rows (U'B) both ran fastest with this shape there.
-DEFAULT_SHAPE = {"TM": 64, "TN": 64, "WM": 8, "WN": 4, "K": 8, "STAGES": 2}
+# The fastest shape for the whole factorisation in a probe on the H200
+# (chapter 8 sweeps it on the device it runs on).
+DEFAULT_SHAPE = {"TM": 128, "TN": 64, "WM": 8, "WN": 4, "K": 8, "STAGES": 2}
 
 
 class TiledQR(BlockedQR):
@@ -36,16 +35,12 @@ class TiledQR(BlockedQR):
             raise ValueError(f"row chunks of {chunk} are not a multiple of the tile's K = {self.shape['K']}")
         # the shape must build and run here: a clear error now, not at the first launch
         tiles.get_kernel(ctx, queue.device, self.shape, np.float64)
-        self.inner_shape = {"TM": self.nb + self.nb % 2, "TN": 64, "WM": 2, "WN": 4, "K": 8, "STAGES": 2}
-        tiles.get_kernel(ctx, queue.device, self.inner_shape, np.float64)
         self.outer, self.chunk = int(outer), int(chunk)
         prg = build(ctx, "lsq/5_tiled.cl")
         self.k.update({name: cl.Kernel(prg, name) for name in ("z_sum", "build_t", "r_update", "transpose")})
         mf, ld, o = cl.mem_flags, self.ld, self.outer
         chunks = -(-self.block_rows // self.chunk)
         self.Zq = cl.Buffer(ctx, mf.READ_WRITE, 8 * chunks * o * ld)
-        if chunks > -(-self.block_rows // self.KC):   # the inner panels' sums, in this many chunks
-            self.Zp = cl.Buffer(ctx, mf.READ_WRITE, 8 * chunks * self.nb * ld)
         self.Z, self.Wq = (cl.Buffer(ctx, mf.READ_WRITE, 8 * o * ld) for _ in range(2))
         self.Tq = cl.Buffer(ctx, mf.READ_WRITE, 8 * o * o)
         self.Ut = cl.Buffer(ctx, mf.READ_WRITE, 8 * o * self.block_rows)
@@ -65,16 +60,8 @@ class TiledQR(BlockedQR):
         self._residual(b, note)
         return [events[0], events[-1]]
 
-    def _product(self, name, note, *args, shape=None, **kw):
-        note(name, tiles.launch(self.queue, shape or self.shape, np.float64, *args, **kw))
-
-    def _column_sums(self, b, k0, pw, cend, note):
-        """Step 3's U'B inside the outer panel, as a register-tiled product whose
-        tile is the inner panel's height: fewer, longer row chunks for trail_finish to add."""
-        ld = self.ld
-        self._product("tiles: U'B, inner", note, self.B, k0, ld, self.B, k0 + pw, ld, self.Zp, k0 + pw, ld, pw,
-                      cend - (k0 + pw), 0, b, k_chunk=self.chunk, c_stride=self.nb * ld, shape=self.inner_shape)
-        return -(-b // self.chunk)
+    def _product(self, name, note, *args, **kw):
+        note(name, tiles.launch(self.queue, self.shape, np.float64, *args, **kw))
 
     def _outer_update(self, b, k0, pw, note):
         """Columns k0+pw.. of [R; B] -= V T' V' [R; B] for the outer panel's pw reflections."""

@@ -9,7 +9,7 @@ import gpubook as gb
 from gpubook import covariance as cv, outofcore as oc
 from gpubook.timeline import busy_ms, spans
 
-TILE = {"TB": 32, "WPT": 4, "K": 8}
+TILE = cv.shape(32, 4, 4, 8, stages=2)
 
 
 @pytest.fixture(scope="module")
@@ -66,12 +66,16 @@ def test_bad_shapes_are_refused(cl_env):
 
 def test_tile_shapes_respect_the_device():
     big = SimpleNamespace(max_work_group_size=1024, local_mem_size=48 * 1024)
-    tiny = SimpleNamespace(max_work_group_size=64, local_mem_size=4 * 1024)
-    shapes = cv.tile_shapes(big)
-    assert {"TB": 128, "WPT": 8, "K": 16} in shapes
-    for s in cv.tile_shapes(tiny):
-        assert (s["TB"] // s["WPT"]) ** 2 <= 64 and 2 * s["K"] * s["TB"] * 4 <= 4 * 1024
-    assert cv.tile_shapes(tiny) and len(cv.tile_shapes(tiny)) < len(shapes)
+    tiny = SimpleNamespace(max_work_group_size=256, local_mem_size=8 * 1024)
+    shapes, skipped = cv.tile_shapes(big)
+    assert cv.shape(128, 8, 8, 16) in shapes and len(shapes) + len(skipped) == len(cv.SWEEP)
+    assert any("local memory" in why for _, why in skipped)        # 128 x 128, K = 32, two buffers
+    small, reasons = cv.tile_shapes(tiny)
+    for s in small:
+        assert (s["TM"] // s["WM"]) * (s["TN"] // s["WN"]) <= 256
+        assert s["STAGES"] * s["K"] * (s["TM"] + s["TN"]) * 4 <= 8 * 1024
+    assert small and len(small) < len(shapes)
+    assert all(("work-items" in why or "local memory" in why) for _, why in reasons)
 
 
 def test_row_blocks_fit_the_budget_and_cover_the_data():

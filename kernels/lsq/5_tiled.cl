@@ -50,10 +50,14 @@ __kernel void build_t(__global const double *restrict Z, const int ld, const int
             g[i] = Z[(size_t)i * ld + K0 + j];
         barrier(CLK_LOCAL_MEM_FENCE);
         if (i < j) {
-            double s = 0.0;
-            for (int l = i; l < j; ++l)
-                s += row[l] * g[l];
-            row[j] = -tau[K0 + j] * s;
+            double s[4] = {0.0, 0.0, 0.0, 0.0};    // four chains: the adds need not wait on each other
+            int l = i;
+            for (; l + 3 < j; l += 4)
+                for (int h = 0; h < 4; ++h)
+                    s[h] += row[l + h] * g[l + h];
+            for (; l < j; ++l)
+                s[0] += row[l] * g[l];
+            row[j] = -tau[K0 + j] * ((s[0] + s[1]) + (s[2] + s[3]));
         }
     }
 }
