@@ -90,6 +90,14 @@ SWEEP = [(64, 4, 4, 16, 1, 1), (64, 8, 8, 16, 1, 1), (128, 8, 8, 16, 1, 1), (128
          (128, 8, 8, 32, 2, 0)]
 
 
+# Pairs of sweep rows that differ in one thing: (what changed, before, after).
+CHANGES = [("a bigger tile, 64 → 128", (64, 8, 8, 16, 1, 1), (128, 8, 8, 16, 1, 1)),
+           ("more work per work-item, 8 x 8 → 8 x 16", (128, 8, 8, 16, 1, 1), (128, 8, 16, 16, 1, 1)),
+           ("longer chunks, K = 8 → 16", (128, 8, 8, 8, 1, 1), (128, 8, 8, 16, 1, 1)),
+           ("two local buffers, one barrier per chunk", (128, 8, 8, 16, 1, 1), (128, 8, 8, 16, 2, 1)),
+           ("loads when needed instead of a chunk ahead", (128, 8, 8, 16, 2, 1), (128, 8, 8, 16, 2, 0))]
+
+
 def shape(tb, wm, wn, k, stages=1, prefetch=1):
     """A square TB x TB tile of S (kernels/tiles/register_tiles.cl's keys)."""
     return {"TM": tb, "TN": tb, "WM": wm, "WN": wn, "K": k, "STAGES": stages, "PREFETCH": prefetch}
