@@ -8,17 +8,18 @@ from .device import (DeviceChoiceError, check_work_group, choose_device, device_
                      has_fp64, list_devices, make_queue, open_device, require_fp64)
 from .kernels import KernelBuildError, build, kernel, show_kernel
 from .limits import copy_gbs, fp32_gflops, fp64_gflops, h2d_gbs
-from .plot import plot_sweep
+from .plot import plot_sweep, plot_time_bars
 from .records import device_slug, load_results, other_devices, record, recorded_limits
 from .scale import scale
 from .show import glue, markdown_table
+from .tiles import TileError, label as tile_label
 from .timing import Timing, event_seconds, stats, sweep, table, time_events
 
 __all__ = [
     "DeviceChoiceError", "check_work_group", "choose_device", "device_kind", "device_summary", "has_fp64",
     "list_devices", "make_queue", "open_device", "require_fp64",
     "KernelBuildError", "build", "kernel", "show_kernel", "copy_gbs", "fp32_gflops", "fp64_gflops", "h2d_gbs",
-    "plot_sweep",
+    "plot_sweep", "plot_time_bars", "TileError", "tile_label",
     "device_slug", "load_results", "other_devices", "record", "recorded_limits",
     "scale", "glue", "markdown_table",
     "Timing", "event_seconds", "stats", "sweep", "table", "time_events",

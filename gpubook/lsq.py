@@ -300,6 +300,16 @@ def time_blocked(ctx, queue, x, y, nb, repeats=3, tiled=None):
     return t, by_kernel, qr
 
 
+def gram_error(qr, x, y):
+    """How far [R z]'[R z] plus the residual is from [X y]'[X y], relative to its largest entry."""
+    rt, z = qr.triangular()
+    a = np.column_stack([x, y])
+    gram = a.T @ a
+    gram[-1, -1] -= qr.sserr                                  # R'R holds all but the residual
+    full_r = np.column_stack([rt, z])
+    return float(np.max(np.abs(full_r.T @ full_r - gram)) / np.max(np.abs(gram)))
+
+
 def cross_products(f, yty):
     """X'X = R'DR and X'y = R'D thetab from a factorisation (and y'y given)."""
     return f.gram(), f.r().T @ (f.d * f.thetab), float(yty)

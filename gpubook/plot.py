@@ -1,6 +1,7 @@
 """One plot style for every chapter: rates with their 20-80% band, other
 recorded devices faint behind this one, and the device limit as a line."""
 import matplotlib.pyplot as plt
+import numpy as np
 
 # Other recorded devices: the same colour as this device's curve of the same
 # variant, faint and dashed, one marker per device, and one legend entry per
@@ -71,3 +72,20 @@ def _limit_lines(ax, limits, close=1.5):
         ax.annotate(label, xy=(0.01, y), xycoords=("axes fraction", "data"),
                     xytext=(0, -3 if below else 3), textcoords="offset points",
                     va="top" if below else "bottom", fontsize=8)
+
+
+def plot_time_bars(runs, title, device_name, ax=None):
+    """Stacked horizontal bars: for each labelled run, device seconds per kernel
+    ({label: {kernel: seconds}}), one colour per kernel name."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.5, 0.45 * len(runs) + 2.4))
+    names = list(dict.fromkeys(k for by_kernel in runs.values() for k in by_kernel))
+    left = np.zeros(len(runs))
+    for name in names:
+        secs = np.array([by_kernel.get(name, 0.0) for by_kernel in runs.values()])
+        ax.barh(list(runs), secs, left=left, label=name)
+        left += secs
+    ax.set_xlabel("device time of one factorisation, seconds (sum of kernel events)")
+    ax.set_title(f"{title}\n{device_name}", fontsize=11)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, frameon=False)
+    return ax
