@@ -42,11 +42,13 @@ class BlockedQR:
         if n < 1 or nb < 1 or block_rows < 1:
             raise ValueError("n, nb and block_rows must be positive")
         self.ctx, self.queue, self.n, self.nb, self.ld = ctx, queue, n, int(nb), n + 1
+        # trail_finish: FC columns x nb panel rows per work-group
+        self.FC = max(1, min(256, device.max_work_group_size) // self.nb)
         local = max(8 * self.WGS * self.nb, 8 * self.QL * self.nb * self.TN)
-        check_work_group(device, max(self.WGS, self.TN * self.QL, self.TN * self.RL), local)
+        check_work_group(device, max(self.WGS, self.TN * self.QL, self.TN * self.RL, self.FC * self.nb), local)
         self.block_rows = int(min(block_rows, max(1, device.max_mem_alloc_size // (8 * self.ld))))
         defines = {"NB": self.nb, "WGS": self.WGS, "RPI": self.RPI, "TN": self.TN, "QL": self.QL,
-                   "RL": self.RL, "RT": self.RT, "KC": self.KC}
+                   "RL": self.RL, "RT": self.RT, "KC": self.KC, "FC": self.FC}
         prg = build(ctx, "lsq/3_blocked.cl", defines)
         self.k = {name: cl.Kernel(prg, name) for name in
                   ("house_dots", "trail_w", "trail_finish", "trail_update", "column_ss")}
@@ -133,9 +135,9 @@ class BlockedQR:
         trail = cend - (k0 + pw)
         tiles = -(-trail // self.TN)
         chunks = self._column_sums(b, k0, pw, cend, note) if tiles else 1
-        note("trail_finish", self.k["trail_finish"](q, (max(1, -(-trail // 64)) * 64,), (64,), self.R, i32(ld),
-                                                    i32(k0), i32(pw), i32(chunks), self.Zp, self.T,
-                                                    self.rnew, self.W, i32(cend)))
+        note("trail_finish", self.k["trail_finish"](q, (max(1, -(-trail // self.FC)) * self.FC, self.nb),
+                                                    (self.FC, self.nb), self.R, i32(ld), i32(k0), i32(pw),
+                                                    i32(chunks), self.Zp, self.T, self.rnew, self.W, i32(cend)))
         if tiles:
             rows = -(-b // self.RT)
             note("trail_update", self.k["trail_update"](q, (tiles * self.TN, rows * self.RL), (self.TN, self.RL),

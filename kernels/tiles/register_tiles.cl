@@ -40,12 +40,9 @@
 #endif
 #if LV == 4
 #define SPLIT(v, p) { (p)[0] = (v).s0; (p)[1] = (v).s1; (p)[2] = (v).s2; (p)[3] = (v).s3; }
-#else
-#define SPLIT(v, p) { (p)[0] = (v).s0; (p)[1] = (v).s1; }
-#endif
-#if LV == 4
 #define JOIN(x) ((VT)((x)[0], (x)[1], (x)[2], (x)[3]))
 #else
+#define SPLIT(v, p) { (p)[0] = (v).s0; (p)[1] = (v).s1; }
 #define JOIN(x) ((VT)((x)[0], (x)[1]))
 #endif
 #define TX (TN / WN)                     // work-items along a row of the tile
@@ -56,49 +53,34 @@
 #define LA ((CA + NT - 1) / NT)          // per work-item
 #define LB ((CB + NT - 1) / NT)
 
-// Rows kk.. of A's and B's panels from global memory into registers (zeros
-// past the edges when CHECK).
-static void fetch(GT *na, GT *nb, __global const TYPE *pa, __global const TYPE *pb,
-                  const int lda, const int ldb, const int kk, const int k1,
-                  const int mleft, const int nleft)
+// Rows kk.. of one panel, `width` columns wide (TM for A, TN for B), from
+// global memory into registers: `count` loads of GV values, `per_item` per
+// work-item; zeros past the edges when CHECK.
+static void fetch(GT *next, const int per_item, const int count, const int width,
+                  __global const TYPE *p, const int ld, const int kk, const int k1, const int left)
 {
     const int lid = get_local_id(0);
 #pragma unroll
-    for (int l = 0; l < LA; ++l) {
-        const int e = lid + l * NT, k = kk + e / (TM / GV), i = e % (TM / GV) * GV;
-        na[l] = 0;
+    for (int l = 0; l < per_item; ++l) {
+        const int e = lid + l * NT, k = kk + e / (width / GV), i = e % (width / GV) * GV;
+        next[l] = 0;
 #if CHECK
-        if ((LA * NT == CA || e < CA) && k < k1 && i < mleft)
+        if ((per_item * NT == count || e < count) && k < k1 && i < left)
 #else
-        if (LA * NT == CA || e < CA)
+        if (per_item * NT == count || e < count)
 #endif
-            na[l] = *(__global const GT *)(pa + (size_t)k * lda + i);
-    }
-#pragma unroll
-    for (int l = 0; l < LB; ++l) {
-        const int e = lid + l * NT, k = kk + e / (TN / GV), j = e % (TN / GV) * GV;
-        nb[l] = 0;
-#if CHECK
-        if ((LB * NT == CB || e < CB) && k < k1 && j < nleft)
-#else
-        if (LB * NT == CB || e < CB)
-#endif
-            nb[l] = *(__global const GT *)(pb + (size_t)k * ldb + j);
+            next[l] = *(__global const GT *)(p + (size_t)k * ld + i);
     }
 }
 
-// The fetched rows into local buffer s.
-static void store(__local GT *ga, __local GT *gb, const GT *na, const GT *nb, const int s)
+// The fetched rows of one panel into its local buffer s.
+static void store(__local GT *panel, const GT *next, const int per_item, const int count, const int s)
 {
     const int lid = get_local_id(0);
 #pragma unroll
-    for (int l = 0; l < LA; ++l)
-        if (LA * NT == CA || lid + l * NT < CA)
-            ga[s * CA + lid + l * NT] = na[l];
-#pragma unroll
-    for (int l = 0; l < LB; ++l)
-        if (LB * NT == CB || lid + l * NT < CB)
-            gb[s * CB + lid + l * NT] = nb[l];
+    for (int l = 0; l < per_item; ++l)
+        if (per_item * NT == count || lid + l * NT < count)
+            panel[s * count + lid + l * NT] = next[l];
 }
 
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
@@ -136,20 +118,25 @@ void register_tiles(__global const TYPE *restrict a, const int a_off, const int 
 
     GT na[LA], nb[LB];                   // a chunk on its way from global memory
 #if PREFETCH
-    fetch(na, nb, pa, pb, lda, ldb, k0, k1, M - i0, N - j0);
+    fetch(na, LA, CA, TM, pa, lda, k0, k1, M - i0);
+    fetch(nb, LB, CB, TN, pb, ldb, k0, k1, N - j0);
 #endif
     // With two buffers, chunk t goes to buffer t % 2: a work-item that stores
     // chunk t + 1 while others still compute on chunk t writes the other
     // buffer, and one barrier per chunk is enough.
     for (int kc = k0, s = 0; kc < k1; kc += K, s = (s + 1) % STAGES) {
 #if !PREFETCH
-        fetch(na, nb, pa, pb, lda, ldb, kc, k1, M - i0, N - j0);
+        fetch(na, LA, CA, TM, pa, lda, kc, k1, M - i0);
+        fetch(nb, LB, CB, TN, pb, ldb, kc, k1, N - j0);
 #endif
-        store(ga, gb, na, nb, s);
+        store(ga, na, LA, CA, s);
+        store(gb, nb, LB, CB, s);
         barrier(CLK_LOCAL_MEM_FENCE);
 #if PREFETCH
-        if (kc + K < k1)
-            fetch(na, nb, pa, pb, lda, ldb, kc + K, k1, M - i0, N - j0);
+        if (kc + K < k1) {
+            fetch(na, LA, CA, TM, pa, lda, kc + K, k1, M - i0);
+            fetch(nb, LB, CB, TN, pb, ldb, kc + K, k1, N - j0);
+        }
 #endif
 #pragma unroll
         for (int k = 0; k < K; ++k) {
