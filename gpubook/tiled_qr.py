@@ -24,13 +24,16 @@ class TiledQR(BlockedQR):
     """[R; block of rows] back to triangular form, outer panels updated by
     register-tiled products. nb: inner panel width (step 3's kernels); outer:
     outer panel width, a multiple of nb; shape: the product's tile shape;
-    chunk: rows per work-group row in the products over all rows."""
+    chunk: rows per work-group row in the products over all rows;
+    rows_per_item: rows of the block per work-item in step 3's per-column
+    launches (two halve their work-groups and partial sums; which pays
+    depends on the device)."""
 
-    # Two rows per work-item in the per-column launches: half the work-groups
-    # and partial sums per column (8% less panel time in an H200 probe).
-    RPI = 2
-
-    def __init__(self, ctx, queue, n, nb=16, outer=128, block_rows=32768, shape=None, chunk=2048):
+    def __init__(self, ctx, queue, n, nb=16, outer=128, block_rows=32768, shape=None, chunk=2048,
+                 rows_per_item=1):
+        if rows_per_item < 1:
+            raise ValueError("rows_per_item must be at least 1")
+        self.RPI = int(rows_per_item)
         super().__init__(ctx, queue, n, nb=nb, block_rows=block_rows)
         self.shape = dict(shape or DEFAULT_SHAPE)
         if outer < nb or outer % nb:

@@ -176,6 +176,49 @@ def test_blocked_continues_a_factorisation_and_timing_helpers(cl_env):
     assert lsq.time_includ(ctx, queue, "2_row_group", got, x[:3], y[:3], wg=32, repeats=2).median > 0
 
 
+SMALL_TILE = {"TM": 32, "TN": 32, "WM": 4, "WN": 4, "K": 8, "STAGES": 2}
+
+
+@pytest.mark.parametrize("nb,outer,rpi", [(8, 16, 1), (4, 32, 2), (8, 64, 1)])
+def test_tiled_householder_matches_the_reference(cl_env, nb, outer, rpi):
+    """Step 5 in several blocks of rows, weighted; n is no multiple of either panel,
+    and the last outer panel is narrower than the others (or the only one)."""
+    _, ctx, queue = cl_env
+    x, y = lsq.make_problem(230, 37, seed=21)
+    w = np.random.default_rng(22).uniform(0.1, 4.0, 230)
+    ref = lsq.includ_reference(x, y, w)
+    got = lsq.TiledQR(ctx, queue, 37, nb=nb, outer=outer, block_rows=100, shape=SMALL_TILE, chunk=32,
+                      rows_per_item=rpi).add(x, y, w).factor()
+    assert lsq.factor_error(got, x, w) < 1e-13
+    assert np.allclose(got.d, ref.d, rtol=1e-11)
+    assert np.allclose(got.rss_nested(), ref.rss_nested(), rtol=1e-10, atol=0)
+
+
+def test_tiled_equals_blocked_and_times_its_products(cl_env):
+    _, ctx, queue = cl_env
+    x, y = lsq.make_problem(150, 30, seed=24)
+    blocked = lsq.BlockedQR(ctx, queue, 30, nb=8).add(x, y)
+    t, by_kernel, tiled = lsq.time_blocked(ctx, queue, x, y, 8, repeats=2,
+                                           tiled={"outer": 16, "shape": SMALL_TILE, "chunk": 64})
+    assert t.median > 0 and {"tiles: U'B", "tiles: T'Z", "tiles: B -= UW", "build_t"} <= set(by_kernel)
+    assert lsq.gram_error(tiled, x, y) < 1e-13
+    rb, zb = blocked.triangular()
+    rt, zt = tiled.triangular()
+    assert np.allclose(rt, rb, rtol=1e-10, atol=1e-10 * np.abs(rb).max()) and np.allclose(zt, zb, rtol=1e-10)
+
+
+def test_tiled_refusals(cl_env):
+    _, ctx, queue = cl_env
+    with pytest.raises(ValueError, match="multiple of the inner"):
+        lsq.TiledQR(ctx, queue, 20, nb=8, outer=12)
+    with pytest.raises(ValueError, match="multiple of the tile's K"):
+        lsq.TiledQR(ctx, queue, 20, nb=8, outer=16, shape=SMALL_TILE, chunk=30)
+    with pytest.raises(ValueError, match="rows_per_item"):
+        lsq.TiledQR(ctx, queue, 20, nb=8, outer=16, rows_per_item=0)
+    with pytest.raises(gb.TileError, match="multiples"):
+        lsq.TiledQR(ctx, queue, 20, nb=8, outer=16, shape={**SMALL_TILE, "WM": 3})
+
+
 @pytest.mark.parametrize("which", ["1_sequential", "2_row_group", "3_blocked"])
 def test_sing_marks_collinear_columns_and_keeps_the_fit(cl_env, which):
     _, ctx, queue = cl_env
