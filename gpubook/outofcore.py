@@ -20,6 +20,7 @@ import pyopencl as cl
 from .covariance import (COL_PAD, ROW_PAD, SUM_ROWS, launch_centre, launch_col_sums, launch_finish,
                          launch_tiles, round_up)
 from .device import pinned_empty
+from .timing import time_events
 
 MIN_PAIR_ROWS = 8 * ROW_PAD  # fewer rows per launch and launch overhead dominates
 
@@ -80,39 +81,82 @@ class Stream:
         self.sums, self.shift, self.d = (cl.Buffer(ctx, mf.READ_WRITE, f * n) for _ in range(3))
         self.zeros = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.zeros(n, np.float32))
 
+    def begin(self, shift):
+        """Start a sum over blocks of rows shifted by `shift` (n floats)."""
+        cl.enqueue_copy(self.queue, self.shift, np.ascontiguousarray(shift, np.float32))
+        self.count, self.free, self.copies, self.kernels = 0, [None, None], [], []
+
+    def wait_slot(self):
+        """Block until the slot the next block will use is free again: the
+        kernels that last read it have finished (and so has its copy)."""
+        event = self.free[self.count % 2]
+        if event is not None:
+            event.wait()
+
+    def add(self, rows_x):
+        """Copy a block of rows (a C-contiguous host array, at most `rows` rows)
+        into the next slot and add it to the sums; returns the copy's event."""
+        rows, n = rows_x.shape
+        if rows > self.rows or n != self.n:
+            raise ValueError(f"a block of {rows_x.shape} does not fit slots of {self.rows} x {self.n}")
+        slot, k = self.count % 2, self.count
+        wait = [self.free[slot]] if self.free[slot] is not None else None
+        copy = cl.enqueue_copy(self.copyq, self.raw[slot], rows_x, is_blocking=False, wait_for=wait)
+        self.copyq.flush()
+        events = self._compute(slot, rows, k > 0, [copy])
+        self.free[slot] = events[1]  # the centring is the slot's last reader
+        self.queue.flush()
+        self.copies.append(("block", copy))
+        self.kernels += list(zip(("sums", "centre", "tiles"), events))
+        self.count += 1
+        return copy
+
+    def _compute(self, slot, rows, accumulate, wait_for=None):
+        """The kernels of one block in a slot: column sums, centring, products."""
+        e_sum = launch_col_sums(self.queue, self.raw[slot], self.shift, self.partial, rows, self.n,
+                                accumulate=accumulate, wait_for=wait_for)
+        rows_p = round_up(rows, ROW_PAD)
+        e_centre = launch_centre(self.queue, self.raw[slot], self.shift, self.xc, 1.0, rows, self.n,
+                                 rows_p, self.np_)
+        return [e_sum, e_centre, launch_tiles(self.queue, self.xc, self.xc, self.s, rows_p, self.np_,
+                                              self.np_, self.np_, self.tile, accumulate=accumulate)]
+
+    def block_seconds(self, repeats=5):
+        """Device time of one full block's kernels, the block already on the
+        device: what a block costs when no copy has to be waited for."""
+        return time_events(lambda: self._compute(0, self.rows, True), repeats=repeats).median
+
+    def totals(self):
+        """The sums so far, read back: (S = Σ (v - shift)(v - shift)ᵀ as an n x n
+        float32 array of which only the lower triangle is meaningful, and the column
+        sums Σ (v - shift) in float64). Zeros when no block was added."""
+        n = self.n
+        if self.count == 0:
+            return np.zeros((n, n), np.float32), np.zeros(n)
+        s = np.empty((self.np_, self.np_), np.float32)
+        partial = np.empty((SUM_ROWS, n), np.float32)
+        cl.enqueue_copy(self.queue, partial, self.partial)
+        self.readback = cl.enqueue_copy(self.queue, s, self.s)  # blocking
+        self.readback_ns = time.perf_counter_ns()  # the host's clock just after the read-back ended
+        return s[:n, :n], partial.sum(axis=0, dtype=np.float64)
+
     def run(self, x):
         """C of the host array x (pinned memory for full-speed copies). The
         events of the run are in `self.lanes` afterwards, for a timeline."""
         m, n = x.shape
         if n != self.n or x.dtype != np.float32:
             raise ValueError(f"expected float32 data with {self.n} columns, got {x.dtype} {x.shape}")
-        cl.enqueue_copy(self.queue, self.shift, np.ascontiguousarray(x[0]))
-        copies, kernels, free = [], [], [None, None]
-        for k, (i0, rows) in enumerate(blocks(m, self.rows)):
-            slot = k % 2
-            wait = [free[slot]] if free[slot] is not None else None
-            copy = cl.enqueue_copy(self.copyq, self.raw[slot], x[i0:i0 + rows], is_blocking=False,
-                                   wait_for=wait)
-            self.copyq.flush()
-            e_sum = launch_col_sums(self.queue, self.raw[slot], self.shift, self.partial, rows, n,
-                                    accumulate=k > 0, wait_for=[copy])
-            rows_p = round_up(rows, ROW_PAD)
-            e_centre = launch_centre(self.queue, self.raw[slot], self.shift, self.xc, 1.0, rows, n,
-                                     rows_p, self.np_)
-            free[slot] = e_centre
-            e_tiles = launch_tiles(self.queue, self.xc, self.xc, self.s, rows_p, self.np_, self.np_,
-                                   self.np_, self.tile, accumulate=k > 0)
-            self.queue.flush()
-            copies.append(("block", copy))
-            kernels += [("sums", e_sum), ("centre", e_centre), ("tiles", e_tiles)]
+        self.begin(x[0])
+        for i0, rows in blocks(m, self.rows):
+            self.add(x[i0:i0 + rows])
         d, e_sums = mean_offsets(self.queue, self.partial, self.zeros, self.sums, n, m)
-        kernels.append(("sums", e_sums))
+        self.kernels.append(("sums", e_sums))
         cl.enqueue_copy(self.queue, self.d, d.astype(np.float32))
-        kernels.append(("finish", launch_finish(self.queue, self.s, self.np_, self.c, n, n,
-                                                self.d, self.d, 1.0 / m)))
+        self.kernels.append(("finish", launch_finish(self.queue, self.s, self.np_, self.c, n, n,
+                                                     self.d, self.d, 1.0 / m)))
         out = np.empty((n, n), np.float32)
         cl.enqueue_copy(self.queue, out, self.c)
-        self.lanes = {"copy queue": copies, "compute queue": kernels}
+        self.lanes = {"copy queue": self.copies, "compute queue": self.kernels}
         return out
 
 

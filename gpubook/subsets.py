@@ -60,7 +60,7 @@ class SubsetSearch:
     def enqueue(self, data, yty):
         groups = -(-self.count // self.wg)
         return self.kernel(self.queue, (groups * self.wg,), (self.wg,), data[0], data[1], np.float64(yty),
-                           np.uint64(self.count), self.binom, self.rss)
+                           np.uint64(0), np.uint64(self.count), self.binom, self.rss)
 
     def best(self, xtx, xty, yty):
         """(smallest RSS, its subset of candidate indices)."""

@@ -3,14 +3,16 @@ the OpenCL profiling events, drawn as a Gantt chart."""
 import matplotlib.pyplot as plt
 
 
-def spans(lanes):
+def spans(lanes, offsets=None, t0=None):
     """{lane: [(label, event)]} -> [(lane, label, start ms, end ms)], times from
-    the earliest start (events of one device share its clock)."""
-    rows = [(lane, label, ev.profile.start, ev.profile.end)
+    t0 (ns), by default the earliest start. Events of one device share its clock;
+    `offsets` ({lane: ns}) moves each lane onto a common clock, for several devices."""
+    offsets = offsets or {}
+    rows = [(lane, label, ev.profile.start + offsets.get(lane, 0), ev.profile.end + offsets.get(lane, 0))
             for lane, items in lanes.items() for label, ev in items]
     if not rows:
         raise ValueError("no events to draw")
-    t0 = min(r[2] for r in rows)
+    t0 = min(r[2] for r in rows) if t0 is None else t0
     return [(lane, label, (s - t0) * 1e-6, (e - t0) * 1e-6) for lane, label, s, e in rows]
 
 

@@ -9,13 +9,9 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #define S (K + 1)
 
-__kernel void subset_rss(__global const double *restrict a, __global const double *restrict b,
-                         const double yty, const ulong count, __global const ulong *restrict binom,
-                         __global double *restrict rss)
+static double rss_of(ulong g, __global const double *restrict a, __global const double *restrict b,
+                     const double yty, __global const ulong *restrict binom)
 {
-    const ulong g = get_global_id(0);
-    if (g >= count)
-        return;
     int cols[S];
     cols[0] = 0;                                   // the intercept, column 0 of X'X
     ulong r = g;
@@ -37,10 +33,8 @@ __kernel void subset_rss(__global const double *restrict a, __global const doubl
         double diag = l[j][j];
         for (int k = 0; k < j; ++k)
             diag -= l[j][k] * l[j][k];
-        if (!(diag > 1e-12 * a[cols[j] * (P + 1) + cols[j]])) {
-            rss[g] = INFINITY;
-            return;
-        }
+        if (!(diag > 1e-12 * a[cols[j] * (P + 1) + cols[j]]))
+            return INFINITY;
         diag = sqrt(diag);
         l[j][j] = diag;
         for (int i = j + 1; i < S; ++i) {
@@ -58,5 +52,46 @@ __kernel void subset_rss(__global const double *restrict a, __global const doubl
         z[i] = v / l[i][i];
         fit += z[i] * z[i];
     }
-    rss[g] = yty - fit;
+    return yty - fit;
 }
+
+// The subsets of ranks first, first + 1, ..., first + count - 1.
+__kernel void subset_rss(__global const double *restrict a, __global const double *restrict b,
+                         const double yty, const ulong first, const ulong count,
+                         __global const ulong *restrict binom, __global double *restrict rss)
+{
+    const ulong i = get_global_id(0);
+    if (i < count)
+        rss[i] = rss_of(first + i, a, b, yty, binom);
+}
+
+#ifdef WG
+// Chapter 10: the same subsets, but each work-group of WG work-items keeps only
+// its smallest RSS and that subset's rank (the smaller rank on a tie), so that a
+// device returns 1/WG of the values and the search needs no array of every RSS.
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void subset_best(__global const double *restrict a, __global const double *restrict b,
+                 const double yty, const ulong first, const ulong count,
+                 __global const ulong *restrict binom, __global double *restrict best_rss,
+                 __global ulong *restrict best_rank)
+{
+    __local double lr[WG];
+    __local ulong lg[WG];
+    const ulong i = get_global_id(0);
+    const int l = get_local_id(0);
+    lr[l] = i < count ? rss_of(first + i, a, b, yty, binom) : INFINITY;
+    lg[l] = first + i;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int step = WG / 2; step > 0; step >>= 1) {
+        if (l < step && (lr[l + step] < lr[l] || (lr[l + step] == lr[l] && lg[l + step] < lg[l]))) {
+            lr[l] = lr[l + step];
+            lg[l] = lg[l + step];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (l == 0) {
+        best_rss[get_group_id(0)] = lr[0];
+        best_rank[get_group_id(0)] = lg[0];
+    }
+}
+#endif

@@ -1,0 +1,351 @@
+"""Chapter 10, every GPU of one host: one context and queues per device, one
+host thread per device, and work shared through a queue that each thread takes
+from when its device is ready for more (work stealing: a faster device simply
+comes back sooner).
+
+Two jobs: chapter 6's streamed covariance with its row blocks shared (partial
+sums against one common shift, added on the host in float64), and chapter 8's
+subset search with its subset ranks shared (each device keeps the best of its
+ranks).
+"""
+import threading
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from math import comb
+
+import numpy as np
+import pyopencl as cl
+
+from .device import choose_device, compiler_failure, list_devices, require_fp64
+from .kernels import kernel
+from .outofcore import Stream, blocks
+from .subsets import unrank
+from .timeline import spans
+
+
+def devices(spec=None, count=None):
+    """The chosen device (PYOPENCL_CTX, else the first GPU) and every other
+    device of its platform and type that compiles a kernel, the chosen one
+    first; at most `count` of them."""
+    first = choose_device(spec)
+    others = [d for d in first.platform.get_devices()
+              if d.type == first.type and d.int_ptr != first.int_ptr and compiler_failure(d) is None]
+    found = [first] + others
+    if count is not None:
+        if count < 1:
+            raise ValueError(f"need at least one device, not {count}")
+        found = found[:count]
+    return found
+
+
+def specs(devs):
+    """PYOPENCL_CTX strings ('platform:device' indices) that pick each device."""
+    index = {dev.int_ptr: f"{p}:{d}" for p, d, _, dev in list_devices()}
+    return [index[dev.int_ptr] for dev in devs]
+
+
+def describe(devs):
+    """'2 × NVIDIA H200', or the names joined when the devices differ."""
+    names = [d.name.strip() for d in devs]
+    return f"{len(names)} × {names[0]}" if len(set(names)) == 1 else " + ".join(names)
+
+
+class Lane:
+    """One device: its context and a profiling queue."""
+
+    def __init__(self, device):
+        self.device, self.name = device, device.name.strip()
+        self.ctx = cl.Context([device])
+        self.queue = cl.CommandQueue(self.ctx, device, properties=cl.command_queue_properties.PROFILING_ENABLE)
+
+
+class Work:
+    """A shared queue of work items. `take(worker)` hands out the next item, or
+    None when none is left, and logs who took what."""
+
+    def __init__(self, items):
+        self._items, self._lock, self.taken = deque(items), threading.Lock(), []
+
+    def take(self, worker):
+        with self._lock:
+            if not self._items:
+                return None
+            item = self._items.popleft()
+            self.taken.append((worker, item))
+            return item
+
+    def by_worker(self, workers):
+        return [[item for w, item in self.taken if w == k] for k in range(workers)]
+
+
+def in_threads(fn, count):
+    """fn(0), ..., fn(count - 1), each in its own thread; their results in order.
+    The first error raised in a thread is raised here."""
+    if count == 1:
+        return [fn(0)]
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(fn, range(count)))
+
+
+def check_rows(ranges, m):
+    """Raise unless the (first row, row count) ranges cover rows 0..m-1 exactly once."""
+    covered = sorted(ranges)
+    end = 0
+    for i0, rows in covered:
+        if i0 != end:
+            what = "repeated" if i0 < end else "missing"
+            raise AssertionError(f"rows {min(i0, end):,} to {max(i0, end) - 1:,} are {what}")
+        end = i0 + rows
+    if end != m:
+        raise AssertionError(f"rows {end:,} to {m - 1:,} are missing" if end < m else
+                             f"{end - m:,} rows beyond the data's {m:,} were counted")
+
+
+# The covariance -------------------------------------------------------------
+
+def _bands(n, parts):
+    edges = np.linspace(0, n, parts + 1).astype(int)
+    return list(zip(edges[:-1], edges[1:]))
+
+
+def add_sums(parts, threads=8):
+    """Σ over parts of (S, column sums), in float64: the lower triangle of the
+    summed S (zeros above the diagonal) and the summed column sums. Bands of
+    rows are added in parallel threads (NumPy releases the GIL)."""
+    n = parts[0][0].shape[0]
+    total = np.zeros((n, n))
+
+    def band(edges):
+        r0, r1 = edges
+        with np.errstate(invalid="ignore", over="ignore"):  # above the diagonal S holds anything
+            for s, _ in parts:
+                np.add(total[r0:r1, :r1], s[r0:r1, :r1], out=total[r0:r1, :r1])
+        total[r0:r1, :r1] = np.tril(total[r0:r1, :r1], r0)
+
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(band, _bands(n, 4 * threads)))
+    return total, np.sum([c for _, c in parts], axis=0)
+
+
+def finish(s, col_sums, m, threads=8):
+    """C = S/m - d dᵀ with d = col_sums/m, mirrored into a full float64 matrix,
+    from the lower triangle of S (summed against the shift); S is overwritten."""
+    d, n = col_sums / m, s.shape[0]
+    pieces = _bands(n, 4 * threads)
+
+    def lower(edges):
+        r0, r1 = edges
+        s[r0:r1] /= m
+        s[r0:r1] -= np.tril(np.outer(d[r0:r1], d), r0)
+
+    def upper(edges):
+        r0, r1 = edges
+        s[r0:r1, r1:] = s[r1:, r0:r1].T
+        s[r0:r1, r0:r1] = np.tril(s[r0:r1, r0:r1]) + np.tril(s[r0:r1, r0:r1], -1).T
+
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(lower, pieces))
+        list(pool.map(upper, pieces))
+    return s
+
+
+def stream_blocks(stream, work, worker, read):
+    """One device thread's loop: take row blocks until none is left, each as soon
+    as the device has a slot free for it, and stream it through `stream`.
+    read(first row, rows, slot) returns the block as a host array."""
+    while True:
+        stream.wait_slot()
+        item = work.take(worker)
+        if item is None:
+            return
+        i0, rows = item
+        stream.add(read(i0, rows, stream.count % 2))
+
+
+class Covariance:
+    """Chapter 6's streamed covariance over several devices: one `Stream` per
+    device, row blocks taken from a shared queue, partial sums against one shift
+    added on the host in float64."""
+
+    def __init__(self, lanes, n, budget, tile, m=None):
+        self.lanes, self.n = lanes, n
+        self.streams = [Stream(lane.ctx, lane.device, n, budget, tile, m) for lane in lanes]
+        self.rows = self.streams[0].rows
+
+    def run(self, x, count=None, read=None):
+        """C (float64) of the m x n float32 host array x on the first `count`
+        devices. `read(device index, first row, rows, slot)` may supply the blocks
+        instead of slices of x (x then gives only the shape and the shift).
+        Afterwards: `seconds` (wall time from start to C on the host), `taken`
+        (the blocks each device took), `timeline()`."""
+        m, n = x.shape
+        if n != self.n or x.dtype != np.float32:
+            raise ValueError(f"expected float32 data with {self.n} columns, got {x.dtype} {x.shape}")
+        count = len(self.lanes) if count is None else count
+        if not 1 <= count <= len(self.lanes):
+            raise ValueError(f"count must be 1 to {len(self.lanes)}, not {count}")
+        work = Work(blocks(m, self.rows))
+        shift = np.array(x[0], np.float32)
+        t0 = time.perf_counter_ns()
+
+        def drive(k):
+            stream = self.streams[k]
+            stream.begin(shift)
+            stream_blocks(stream, work, k, (lambda i0, rows, slot: x[i0:i0 + rows]) if read is None
+                          else (lambda i0, rows, slot: read(k, i0, rows, slot)))
+            return stream.totals()
+
+        parts = in_threads(drive, count)
+        host_start = time.perf_counter_ns()
+        s, col = add_sums(parts)
+        c = finish(s, col, m)
+        end = time.perf_counter_ns()
+        self.seconds, self.host_seconds = (end - t0) * 1e-9, (end - host_start) * 1e-9
+        self.taken, self.count, self._clock = work.by_worker(count), count, (t0, host_start, end)
+        check_rows([b for bs in self.taken for b in bs], m)
+        return c
+
+    def timeline(self):
+        """The last run as (lane, label, start ms, end ms) rows for
+        gpubook.timeline.plot_timeline: a copy lane and a compute lane per
+        device, moved onto the host's clock (each device's clock is anchored at
+        its last read-back, whose end its thread saw a moment later), and the
+        host's float64 sum."""
+        t0, host_start, end = self._clock
+        lanes, offsets = {}, {}
+        for k in range(self.count):
+            stream, tag = self.streams[k], f"GPU {k}" if self.count > 1 else "GPU"
+            offset = stream.readback_ns - stream.readback.profile.end
+            for lane, items in ((f"{tag} copy", stream.copies), (f"{tag} compute", stream.kernels)):
+                lanes[lane], offsets[lane] = items, offset
+        rows = spans(lanes, offsets, t0)
+        return rows + [("host", "float64 sum", (host_start - t0) * 1e-6, (end - t0) * 1e-6)]
+
+
+def h2d_together(lanes, host, count, repeats=3):
+    """Host→device GB/s with the first `count` devices copying at once, each its
+    own slice of the page-locked array `host` (`repeats` times): all the bytes
+    over the wall time from the first start to the last end (host clock)."""
+    if host.nbytes // count == 0:
+        raise ValueError("the host array is too small to give each device a slice")
+    flat = host.reshape(-1).view(np.uint8)
+    size = flat.size // count
+    barrier = threading.Barrier(count)
+
+    def copy(k):
+        lane, part = lanes[k], flat[k * size:(k + 1) * size]
+        buf = cl.Buffer(lane.ctx, cl.mem_flags.READ_WRITE, size)
+        cl.enqueue_copy(lane.queue, buf, part)  # a first copy, untimed
+        barrier.wait()
+        start = time.perf_counter_ns()
+        for _ in range(repeats):
+            cl.enqueue_copy(lane.queue, buf, part, is_blocking=False)
+        lane.queue.finish()
+        end = time.perf_counter_ns()
+        buf.release()
+        return start, end
+
+    times = in_threads(copy, count)
+    wall = max(e for _, e in times) - min(s for s, _ in times)
+    return count * repeats * size / wall
+
+
+# The subset search ------------------------------------------------------------
+
+def subset_problem(m, p, planted, noise=1.0, seed=10):
+    """Observations of p candidate regressors and a response built from the
+    `planted` candidates: (X'X, X'y, y'y) of [1 X] in float64, and X, y."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((m, p))
+    x[:, 1::2] += 0.5 * x[:, 0::2][:, :p // 2]  # some correlation between neighbours
+    y = 2.0 + x[:, list(planted)] @ (1.0 + np.arange(len(planted))) + noise * rng.standard_normal(m)
+    xi = np.column_stack([np.ones(m), x])
+    return xi.T @ xi, xi.T @ y, float(y @ y), x, y
+
+
+def _subset_kernel(ctx, device, k, p):
+    """subset_best for k of p with the largest work-group (256 down to 32) that
+    the built kernel can run on this device."""
+    for wg in (256, 128, 64, 32):
+        if wg > device.max_work_group_size:
+            continue
+        knl = kernel(ctx, "lsq/4_subsets.cl", "subset_best", {"K": k, "P": p, "WG": wg})
+        if knl.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device) >= wg:
+            return knl, wg
+    raise ValueError(f"{device.name.strip()} cannot run subset_best for k = {k} with a work-group "
+                     "of 32 or more work-items")
+
+
+class Subsets:
+    """Chapter 8's subset search over several devices: every subset of 1 to
+    k_max of p candidates, cut into chunks of ranks that the device threads
+    take from a shared queue. Each work-group keeps its best subset, each
+    thread the best of its chunks; the host keeps the best of the threads'
+    (the smaller rank on a tie, so any split gives the same answer)."""
+
+    def __init__(self, lanes, p, k_max, xtx, xty, yty, chunk=2**24):
+        if not 1 <= k_max <= min(p, 8):
+            raise ValueError(f"k_max = {k_max} must be 1 to min(p, 8) = {min(p, 8)}")
+        if xtx.shape != (p + 1, p + 1) or xty.shape != (p + 1,):
+            raise ValueError(f"expected X'X of {p + 1} x {p + 1} and X'y of {p + 1}")
+        self.lanes, self.p, self.k_max, self.yty, self.chunk = lanes, p, k_max, float(yty), chunk
+        self.count = sum(comb(p, k) for k in range(1, k_max + 1))
+        mf = cl.mem_flags
+        self.state = []
+        for lane in lanes:
+            require_fp64(lane.device)
+            kernels = {k: _subset_kernel(lane.ctx, lane.device, k, p) for k in range(1, k_max + 1)}
+            groups = -(-chunk // min(wg for _, wg in kernels.values()))
+            bufs = [cl.Buffer(lane.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(v, np.float64))
+                    for v in (xtx, xty)]
+            bufs.append({k: cl.Buffer(lane.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.array(  # C(c, i)
+                [[comb(c, i) for i in range(k + 1)] for c in range(p + 1)], np.uint64))
+                for k in range(1, k_max + 1)})
+            out = (cl.Buffer(lane.ctx, mf.READ_WRITE, 8 * groups), cl.Buffer(lane.ctx, mf.READ_WRITE, 8 * groups))
+            self.state.append((kernels, bufs, out))
+
+    def items(self):
+        """(k, first rank, count) of every chunk."""
+        return [(k, first, min(self.chunk, comb(self.p, k) - first))
+                for k in range(1, self.k_max + 1) for first in range(0, comb(self.p, k), self.chunk)]
+
+    def _chunk(self, lane, state, item):
+        (kernels, (a, b, binom), (rss_buf, rank_buf)), (k, first, count) = state, item
+        knl, wg = kernels[k]
+        groups = -(-count // wg)
+        knl(lane.queue, (groups * wg,), (wg,), a, b, np.float64(self.yty), np.uint64(first), np.uint64(count),
+            binom[k], rss_buf, rank_buf)
+        rss, rank = np.empty(groups), np.empty(groups, np.uint64)
+        cl.enqueue_copy(lane.queue, rss, rss_buf)
+        cl.enqueue_copy(lane.queue, rank, rank_buf)
+        best = rss.min()
+        return best, int(rank[rss == best].min())
+
+    def run(self, count=None):
+        """{k: (smallest RSS, its subset of candidate indices)} on the first
+        `count` devices; `seconds` and `taken` (chunks per device) afterwards."""
+        count = len(self.lanes) if count is None else count
+        if not 1 <= count <= len(self.lanes):
+            raise ValueError(f"count must be 1 to {len(self.lanes)}, not {count}")
+        work = Work(self.items())
+
+        def drive(d):
+            best = {}
+            while (item := work.take(d)) is not None:
+                rss, rank = self._chunk(self.lanes[d], self.state[d], item)
+                best[item[0]] = min(best.get(item[0], (np.inf, rank)), (rss, rank))
+            return best
+
+        t0 = time.perf_counter()
+        found = in_threads(drive, count)
+        self.seconds = time.perf_counter() - t0
+        self.taken = work.by_worker(count)
+        covered = [(k, first, n) for chunks in self.taken for k, first, n in chunks]
+        if sorted(covered) != self.items():
+            raise AssertionError("the chunks taken are not every chunk exactly once")
+        best = {}
+        for part in found:
+            for k, pair in part.items():
+                best[k] = min(best.get(k, pair), pair)
+        return {k: (rss, unrank(rank, k, self.p)) for k, (rss, rank) in sorted(best.items())}
