@@ -349,3 +349,52 @@ class Subsets:
             for k, pair in part.items():
                 best[k] = min(best.get(k, pair), pair)
         return {k: (rss, unrank(rank, k, self.p)) for k, (rss, rank) in sorted(best.items())}
+
+
+# The chapter's setting ----------------------------------------------------------------
+
+def fill_repeated(out, base, threads=8):
+    """Fill `out` with copies of `base` one after the other (rows), in parallel:
+    the data set `base` several times over has exactly base's covariance."""
+    m0 = base.shape[0]
+    if out.shape[0] % m0 or out.shape[1:] != base.shape[1:]:
+        raise ValueError(f"{out.shape} is not a whole number of copies of {base.shape}")
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(lambda i0: np.copyto(out[i0:i0 + m0], base), range(0, out.shape[0], m0)))
+    return out
+
+
+def best_tile(device, recorded=None):
+    """Chapter 6's fastest register-tile shape for this device (its record),
+    else the first of the fallbacks this device can run."""
+    from . import covariance as cv, tiles
+
+    candidates = ([recorded] if recorded else []) + [cv.shape(128, 8, 8, 16, 2, 0), cv.DEFAULT_TILE]
+    ok, _ = tiles.feasible(device, candidates, np.float32)
+    if not ok:
+        raise ValueError(f"{device.name.strip()} can run none of the register-tile shapes {candidates}")
+    return ok[0]
+
+
+class Group:
+    """Several devices as one for gpubook.record: its name says how many."""
+
+    def __init__(self, devs):
+        first = devs[0]
+        self.name, self.vendor, self.driver_version = describe(devs), first.vendor, first.driver_version
+        self.platform = first.platform
+
+
+def plot_speedup(ax, counts, speedups, bound, title):
+    """Speed-up against the number of devices, with the ideal line and the
+    speed-up the bounds allow."""
+    ax.plot(counts, counts, color="0.6", linestyle=":", label="ideal (× devices)")
+    ax.plot(counts, bound, color="C1", linestyle="--", marker="s", label="allowed by the bounds")
+    ax.plot(counts, speedups, color="C0", marker="o", label="measured")
+    ax.set_xticks(counts)
+    ax.set_xlabel("devices used")
+    ax.set_ylabel("speed-up over one device (×)")
+    ax.set_title(title, fontsize=11)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax

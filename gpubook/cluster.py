@@ -1,0 +1,300 @@
+"""Chapter 10, the same work over Dask: one worker process per device, on one
+host (a LocalCluster) or on many (a scheduler's address).
+
+- `OpenCLWorker`, a worker plugin, opens the worker's device once, when the
+  worker starts, and keeps it (context, queues, streams, pinned staging) for
+  the worker's lifetime, so no task pays for a context.
+- The data are a store the tasks read themselves: a `.npy` file of float32 rows
+  on a file system every worker sees. The driver sends each task a row range,
+  never the rows.
+- Each task streams its rows through its worker's device and returns partial
+  sums against the common shift; the partials are added as a tree of tasks, in
+  float64, and the driver checks that every row was counted exactly once.
+- Tasks ask for the resource GPU=1, so a worker started with `--resources
+  GPU=1` runs one at a time on its device.
+"""
+import logging
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+from distributed import Client, LocalCluster, get_worker
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from . import multi
+from .device import DeviceChoiceError, choose_device, pinned_empty
+from .outofcore import Stream, blocks, plan_rows
+
+GPU = {"GPU": 1}
+READERS = 8  # threads per worker reading the store into pinned memory
+_device = None  # this worker process's device, opened by OpenCLWorker
+
+
+# The store ------------------------------------------------------------------------
+
+def save_rows(path, x, threads=READERS):
+    """Write the 2-D float32 array x as a .npy file, bands of rows in parallel."""
+    out = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=x.shape)
+    offset = out.offset
+    del out
+    band = max(1, x.shape[0] // (4 * threads))
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        def write(i0):
+            piece = np.ascontiguousarray(x[i0:i0 + band])
+            os.pwrite(fd, memoryview(piece).cast("B"), offset + i0 * x.shape[1] * 4)
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(write, range(0, x.shape[0], band)))
+    finally:
+        os.close(fd)
+    return path
+
+
+class RowFile:
+    """Rows of a .npy store, read with plain positioned reads (no memory
+    mapping, so no page faults) into a caller's buffer, in parallel pieces."""
+
+    def __init__(self, path, n=None):
+        try:
+            mm = np.load(path, mmap_mode="r")
+        except (OSError, ValueError) as err:
+            raise ValueError(f"{path} is not a readable .npy file: {err}") from None
+        if mm.ndim != 2 or mm.dtype != np.float32 or not mm.flags.c_contiguous or (n is not None and mm.shape[1] != n):
+            want = f"n = {n} columns" if n is not None else "2-D rows"
+            raise ValueError(f"{path} holds {mm.dtype} data of shape {mm.shape}; expected C-ordered "
+                             f"float32 rows with {want}")
+        self.path, self.shape, self.offset = path, mm.shape, mm.offset
+        del mm
+        self.fd = os.open(path, os.O_RDONLY)
+
+    def read(self, i0, out, pool, piece=8 << 20):
+        """Fill `out` (rows x n float32, C-contiguous) with rows i0, i0 + 1, ..."""
+        rows, n = out.shape
+        if n != self.shape[1] or i0 < 0 or i0 + rows > self.shape[0]:
+            raise ValueError(f"rows {i0}..{i0 + rows - 1} of {n} columns are not in {self.path} {self.shape}")
+        buf, start = memoryview(out).cast("B"), self.offset + 4 * i0 * n
+
+        def fill(a):
+            b = min(a + piece, len(buf))
+            while a < b:
+                got = os.preadv(self.fd, [buf[a:b]], start + a)
+                if got == 0:
+                    raise OSError(f"{self.path} ended early")
+                a += got
+
+        list(pool.map(fill, range(0, len(buf), piece)))
+        return out
+
+
+# The worker's device ---------------------------------------------------------------
+
+def _index(name):
+    """The number a worker's name ends with (LocalCluster names workers 0, 1, ...)."""
+    tail = str(name)[len(str(name).rstrip("0123456789")):]
+    return int(tail) if tail else 0
+
+
+class WorkerDevice:
+    """What a worker keeps for its lifetime: its device, a context and queues,
+    streams with their pinned staging, open store files, reader threads."""
+
+    def __init__(self, spec=None):
+        device = choose_device(spec)
+        self.lane, self.name = multi.Lane(device), device.name.strip()
+        self.streams, self.files = {}, {}
+        self.pool = ThreadPoolExecutor(READERS)
+
+    def stream(self, n, budget, tile):
+        key = (n, budget, tuple(sorted(tile.items())))
+        if key not in self.streams:
+            stream = Stream(self.lane.ctx, self.lane.device, n, budget, tile)
+            staging = pinned_empty(self.lane.ctx, self.lane.queue, (2, stream.rows, n))
+            self.streams[key] = (stream, staging)
+        return self.streams[key]
+
+    def file(self, path, n):
+        if path not in self.files:
+            self.files[path] = RowFile(path, n)
+        return self.files[path]
+
+
+class OpenCLWorker(WorkerPlugin):
+    """Opens a worker's OpenCL device when the worker starts. With `specs`
+    (PYOPENCL_CTX strings), worker i takes specs[i % len(specs)]; without, the
+    worker's own PYOPENCL_CTX (or its first GPU) decides."""
+
+    name = "gpubook-opencl"
+
+    def __init__(self, specs=None):
+        self.specs = list(specs) if specs else None
+
+    def setup(self, worker):
+        global _device
+        spec = self.specs[_index(worker.name) % len(self.specs)] if self.specs else None
+        try:
+            _device = WorkerDevice(spec)
+        except DeviceChoiceError as err:
+            raise DeviceChoiceError(f"worker {worker.name} ({worker.address}) has no usable OpenCL device: "
+                                    f"{err}") from None
+
+
+def worker_device():
+    if _device is None:
+        raise RuntimeError("this Dask worker has no OpenCL device: register gpubook.cluster.OpenCLWorker "
+                           "(gpubook.cluster.start does)")
+    return _device
+
+
+def _device_name():
+    return worker_device().name
+
+
+# Starting -------------------------------------------------------------------------
+
+def start(address=None, workers=None, spec=None, timeout=10, threads=2):
+    """A Dask client with the OpenCL plugin on every worker.
+
+    address: a running scheduler ("tcp://host:8786"), whose workers were started
+    with `--resources GPU=1`; None starts a LocalCluster of one worker process
+    per device of this host (or `workers` processes sharing them). A scheduler
+    that does not answer within `timeout` seconds is an error."""
+    if address is not None:
+        try:
+            client = Client(address, timeout=timeout)
+        except (OSError, TimeoutError) as err:
+            raise ConnectionError(
+                f"no Dask scheduler answered at {address} within {timeout} s ({type(err).__name__}). "
+                f"Start one with `dask scheduler`, and on each GPU host one `dask worker {address} "
+                "--resources GPU=1 --nthreads 2` per GPU, with PYOPENCL_CTX naming that GPU") from None
+        specs = None
+    else:
+        devs = multi.devices(spec)
+        specs = multi.specs(devs)
+        cluster = LocalCluster(n_workers=workers or len(devs), threads_per_worker=threads, processes=True,
+                               resources=GPU, dashboard_address=None, silence_logs=logging.ERROR)
+        client = Client(cluster, timeout=timeout)
+    try:
+        client.register_plugin(OpenCLWorker(specs))
+        client.wait_for_workers(1, timeout=timeout)
+    except Exception:
+        stop(client)
+        raise
+    return client
+
+
+def stop(client):
+    cluster = client.cluster
+    client.close()
+    if cluster is not None:
+        cluster.close()
+
+
+def devices(client):
+    """{worker address: its OpenCL device's name}."""
+    return client.run(_device_name)
+
+
+# The covariance as tasks ------------------------------------------------------------
+
+@dataclass
+class Part:
+    """Partial sums of some rows: S (lower triangle meaningful), column sums,
+    the (first row, rows) ranges counted, and (worker, what, start, end) spans."""
+    s: np.ndarray
+    col: np.ndarray
+    ranges: list
+    spans: list = field(default_factory=list)
+
+
+def covariance_part(path, first, rows, shift, budget, tile, fail_marker=None):
+    """A task: the partial sums of rows first..first+rows-1 of the store at
+    `path`, streamed through this worker's device. With `fail_marker` (a path)
+    the first attempt kills its own process half way, to show recovery."""
+    dev, t0 = worker_device(), time.time()
+    n = len(shift)
+    store = dev.file(path, n)
+    stream, staging = dev.stream(n, budget, tile)
+    stream.begin(shift)
+    work = multi.Work([(first + i0, r) for i0, r in blocks(rows, stream.rows)])
+
+    def read(i0, r, slot):
+        if fail_marker and stream.count == 1 and not os.path.exists(fail_marker):
+            open(fail_marker, "w").close()
+            os._exit(17)  # the worker dies holding a half-summed task
+        return store.read(i0, staging[slot][:r], dev.pool)
+
+    multi.stream_blocks(stream, work, 0, read)
+    s, col = stream.totals()
+    return Part(s, col, [(first, rows)], [(get_worker().name, "rows", t0, time.time())])
+
+
+def add_parts(*parts):
+    """A task: the float64 sum of partial sums."""
+    t0 = time.time()
+    s, col = multi.add_sums([(p.s, p.col) for p in parts])
+    spans = [span for p in parts for span in p.spans]
+    return Part(s, col, [r for p in parts for r in p.ranges], spans + [(get_worker().name, "sum", t0, time.time())])
+
+
+def tree_sum(client, futures, fan_in=2):
+    """Reduce futures of Parts as a tree of add_parts tasks, in a fixed order,
+    so the result does not depend on which task finished first."""
+    level = list(futures)
+    if len(level) == 1:  # a single part still goes through one sum, to float64
+        return client.submit(add_parts, level[0], pure=False)
+    while len(level) > 1:
+        level = [client.submit(add_parts, *level[i:i + fan_in], pure=False) if len(level[i:i + fan_in]) > 1
+                 else level[i] for i in range(0, len(level), fan_in)]
+    return level[0]
+
+
+def covariance(client, path, tasks, budget, tile, fail_marker=None):
+    """C (float64) of the store at `path` over the cluster: `tasks` row ranges,
+    each a task with GPU=1, their partials summed as a tree. Returns (C, the
+    root Part); raises if any row was lost or counted twice."""
+    probe = RowFile(path)
+    m, n = probe.shape
+    os.close(probe.fd)
+    if not 1 <= tasks <= m:
+        raise ValueError(f"tasks must be 1 to m = {m:,}, not {tasks}")
+    plan_rows(budget, n)  # a budget too small for one block is refused here, not on every worker
+    shift = np.array(np.load(path, mmap_mode="r")[0], np.float32)
+    edges = np.linspace(0, m, tasks + 1).astype(int)
+    parts = [client.submit(covariance_part, path, int(a), int(b - a), shift, budget, tile, fail_marker,
+                           resources=GPU, pure=False) for a, b in zip(edges[:-1], edges[1:])]
+    root = tree_sum(client, parts).result()
+    multi.check_rows(root.ranges, m)
+    return multi.finish(root.s, root.col, m), root
+
+
+def _nothing(i):
+    return i
+
+
+def task_overhead(client, tasks=100):
+    """Seconds one worker spends per task that does nothing: the round trip of
+    `tasks` empty GPU=1 tasks, times the workers, over the tasks."""
+    workers = len(client.scheduler_info()["workers"])
+    t0 = time.perf_counter()
+    client.gather(client.map(_nothing, range(tasks), resources=GPU, pure=False))
+    return (time.perf_counter() - t0) * workers / tasks
+
+
+class StoreReader:
+    """For the threads path: read(device index, first row, rows, slot) fills
+    that device's pinned staging slot from the store, as a Dask task does."""
+
+    def __init__(self, lanes, path, n, rows):
+        self.files = [RowFile(path, n) for _ in lanes]
+        self.staging = [pinned_empty(lane.ctx, lane.queue, (2, rows, n)) for lane in lanes]
+        self.pools = [ThreadPoolExecutor(READERS) for _ in lanes]
+
+    def __call__(self, k, i0, rows, slot):
+        return self.files[k].read(i0, self.staging[k][slot][:rows], self.pools[k])
+
+    def close(self):
+        for f, pool in zip(self.files, self.pools):
+            os.close(f.fd)
+            pool.shutdown()
