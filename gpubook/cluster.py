@@ -28,7 +28,7 @@ from .device import DeviceChoiceError, choose_device, pinned_empty
 from .outofcore import Stream, blocks, plan_rows
 
 GPU = {"GPU": 1}
-READERS = 8  # threads per worker reading the store into pinned memory
+READERS = 8  # threads per device reading the store into pinned memory, unless told
 _device = None  # this worker process's device, opened by OpenCLWorker
 
 
@@ -100,11 +100,11 @@ class WorkerDevice:
     """What a worker keeps for its lifetime: its device, a context and queues,
     streams with their pinned staging, open store files, reader threads."""
 
-    def __init__(self, spec=None):
+    def __init__(self, spec=None, readers=READERS):
         device = choose_device(spec)
         self.lane, self.name = multi.Lane(device), device.name.strip()
         self.streams, self.files = {}, {}
-        self.pool = ThreadPoolExecutor(READERS)
+        self.pool = ThreadPoolExecutor(readers)
 
     def stream(self, n, budget, tile):
         key = (n, budget, tuple(sorted(tile.items())))
@@ -127,14 +127,14 @@ class OpenCLWorker(WorkerPlugin):
 
     name = "gpubook-opencl"
 
-    def __init__(self, specs=None):
-        self.specs = list(specs) if specs else None
+    def __init__(self, specs=None, readers=READERS):
+        self.specs, self.readers = (list(specs) if specs else None), readers
 
     def setup(self, worker):
         global _device
         spec = self.specs[_index(worker.name) % len(self.specs)] if self.specs else None
         try:
-            _device = WorkerDevice(spec)
+            _device = WorkerDevice(spec, self.readers)
         except DeviceChoiceError as err:
             raise DeviceChoiceError(f"worker {worker.name} ({worker.address}) has no usable OpenCL device: "
                                     f"{err}") from None
@@ -168,15 +168,16 @@ def start(address=None, workers=None, spec=None, timeout=10, threads=2):
                 f"no Dask scheduler answered at {address} within {timeout} s ({type(err).__name__}). "
                 f"Start one with `dask scheduler`, and on each GPU host one `dask worker {address} "
                 "--resources GPU=1 --nthreads 2` per GPU, with PYOPENCL_CTX naming that GPU") from None
-        specs = None
+        specs, readers = None, READERS
     else:
         devs = multi.devices(spec)
         specs = multi.specs(devs)
+        readers = max(READERS, (os.cpu_count() or 1) // (workers or len(devs)))
         cluster = LocalCluster(n_workers=workers or len(devs), threads_per_worker=threads, processes=True,
-                               resources=GPU, dashboard_address=None, silence_logs=logging.ERROR)
+                               resources=GPU, dashboard_address=":0", silence_logs=logging.ERROR)
         client = Client(cluster, timeout=timeout)
     try:
-        client.register_plugin(OpenCLWorker(specs))
+        client.register_plugin(OpenCLWorker(specs, readers))
         client.wait_for_workers(1, timeout=timeout)
     except Exception:
         stop(client)
@@ -226,7 +227,7 @@ def covariance_part(path, first, rows, shift, budget, tile, fail_marker=None):
         return store.read(i0, staging[slot][:r], dev.pool)
 
     multi.stream_blocks(stream, work, 0, read)
-    s, col = stream.totals()
+    s, col = stream.totals(copy=True)
     return Part(s, col, [(first, rows)], [(get_worker().name, "rows", t0, time.time())])
 
 
@@ -238,12 +239,18 @@ def add_parts(*parts):
     return Part(s, col, [r for p in parts for r in p.ranges], spans + [(get_worker().name, "sum", t0, time.time())])
 
 
+def finish_part(part, m):
+    """A task: C = S/m - d dᵀ from the summed Part, as float32 (half the bytes
+    to send back), in a Part whose `s` is C."""
+    t0 = time.time()
+    c = multi.combine([(part.s, part.col)], m).astype(np.float32)
+    return Part(c, None, part.ranges, part.spans + [(get_worker().name, "finish", t0, time.time())])
+
+
 def tree_sum(client, futures, fan_in=2):
     """Reduce futures of Parts as a tree of add_parts tasks, in a fixed order,
     so the result does not depend on which task finished first."""
     level = list(futures)
-    if len(level) == 1:  # a single part still goes through one sum, to float64
-        return client.submit(add_parts, level[0], pure=False)
     while len(level) > 1:
         level = [client.submit(add_parts, *level[i:i + fan_in], pure=False) if len(level[i:i + fan_in]) > 1
                  else level[i] for i in range(0, len(level), fan_in)]
@@ -251,9 +258,10 @@ def tree_sum(client, futures, fan_in=2):
 
 
 def covariance(client, path, tasks, budget, tile, fail_marker=None):
-    """C (float64) of the store at `path` over the cluster: `tasks` row ranges,
-    each a task with GPU=1, their partials summed as a tree. Returns (C, the
-    root Part); raises if any row was lost or counted twice."""
+    """C (float32) of the store at `path` over the cluster: `tasks` row ranges,
+    each a task with GPU=1, their partials summed in float64 as a tree, C
+    finished on a worker. Returns (C, the root Part, with every task's span);
+    raises if any row was lost or counted twice."""
     probe = RowFile(path)
     m, n = probe.shape
     os.close(probe.fd)
@@ -264,9 +272,9 @@ def covariance(client, path, tasks, budget, tile, fail_marker=None):
     edges = np.linspace(0, m, tasks + 1).astype(int)
     parts = [client.submit(covariance_part, path, int(a), int(b - a), shift, budget, tile, fail_marker,
                            resources=GPU, pure=False) for a, b in zip(edges[:-1], edges[1:])]
-    root = tree_sum(client, parts).result()
+    root = client.submit(finish_part, tree_sum(client, parts), m, pure=False).result()
     multi.check_rows(root.ranges, m)
-    return multi.finish(root.s, root.col, m), root
+    return root.s, root
 
 
 def _nothing(i):
@@ -289,7 +297,8 @@ class StoreReader:
     def __init__(self, lanes, path, n, rows):
         self.files = [RowFile(path, n) for _ in lanes]
         self.staging = [pinned_empty(lane.ctx, lane.queue, (2, rows, n)) for lane in lanes]
-        self.pools = [ThreadPoolExecutor(READERS) for _ in lanes]
+        readers = max(READERS, (os.cpu_count() or 1) // len(lanes))
+        self.pools = [ThreadPoolExecutor(readers) for _ in lanes]
 
     def __call__(self, k, i0, rows, slot):
         return self.files[k].read(i0, self.staging[k][slot][:rows], self.pools[k])

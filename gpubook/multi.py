@@ -8,6 +8,7 @@ sums against one common shift, added on the host in float64), and chapter 8's
 subset search with its subset ranks shared (each device keeps the best of its
 ranks).
 """
+import os
 import threading
 import time
 from collections import deque
@@ -104,50 +105,69 @@ def check_rows(ranges, m):
 
 # The covariance -------------------------------------------------------------
 
+THREADS = os.cpu_count() or 4  # host threads for the float64 sums
+
+
 def _bands(n, parts):
     edges = np.linspace(0, n, parts + 1).astype(int)
-    return list(zip(edges[:-1], edges[1:]))
+    return [(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
 
 
-def add_sums(parts, threads=8):
-    """Σ over parts of (S, column sums), in float64: the lower triangle of the
-    summed S (zeros above the diagonal) and the summed column sums. Bands of
-    rows are added in parallel threads (NumPy releases the GIL)."""
-    n = parts[0][0].shape[0]
-    total = np.zeros((n, n))
-
-    def band(edges):
-        r0, r1 = edges
-        with np.errstate(invalid="ignore", over="ignore"):  # above the diagonal S holds anything
-            for s, _ in parts:
-                np.add(total[r0:r1, :r1], s[r0:r1, :r1], out=total[r0:r1, :r1])
-        total[r0:r1, :r1] = np.tril(total[r0:r1, :r1], r0)
-
+def _in_bands(n, *passes, threads=None):
+    """Run each pass over bands of rows in parallel threads, one pass after the
+    other (NumPy releases the GIL in its loops)."""
+    threads = threads or THREADS
+    bands = _bands(n, 4 * threads)
     with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(band, _bands(n, 4 * threads)))
+        for one in passes:
+            list(pool.map(one, bands))
+
+
+def _sum_lower(parts, out, r0, r1):
+    """out[r0:r1, :r1] = Σ parts' S over those entries, in float64 (the lower
+    triangle of the band and its diagonal block; above the diagonal S holds
+    anything, so no warning is wanted there)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        band = out[r0:r1, :r1]
+        np.copyto(band, parts[0][0][r0:r1, :r1])
+        for s, _ in parts[1:]:
+            np.add(band, s[r0:r1, :r1], out=band)
+
+
+def add_sums(parts, threads=None):
+    """Σ over parts of (S, column sums), in float64: (S's lower triangle, above
+    it anything; the column sums)."""
+    n = parts[0][0].shape[0]
+    total = np.empty((n, n))
+    _in_bands(n, lambda band: _sum_lower(parts, total, *band), threads=threads)
     return total, np.sum([c for _, c in parts], axis=0)
 
 
-def finish(s, col_sums, m, threads=8):
-    """C = S/m - d dᵀ with d = col_sums/m, mirrored into a full float64 matrix,
-    from the lower triangle of S (summed against the shift); S is overwritten."""
-    d, n = col_sums / m, s.shape[0]
-    pieces = _bands(n, 4 * threads)
+def combine(parts, m, out=None, threads=None):
+    """C = S/m - d dᵀ (d = column sums / m) from the parts' sums against one
+    shift, added in float64 and mirrored into the full matrix: one pass over
+    bands of rows for the lower triangle, one for the upper. `out`, an n x n
+    float64 array to reuse, saves the first touch of fresh memory."""
+    n = parts[0][0].shape[0]
+    d = np.sum([c for _, c in parts], axis=0) / m
+    c = np.empty((n, n)) if out is None else out
 
-    def lower(edges):
-        r0, r1 = edges
-        s[r0:r1] /= m
-        s[r0:r1] -= np.tril(np.outer(d[r0:r1], d), r0)
+    def lower(band):
+        r0, r1 = band
+        _sum_lower(parts, c, r0, r1)
+        rows = c[r0:r1, :r1]
+        rows *= 1.0 / m
+        rows -= np.multiply.outer(d[r0:r1], d[:r1])
 
-    def upper(edges):
-        r0, r1 = edges
-        s[r0:r1, r1:] = s[r1:, r0:r1].T
-        s[r0:r1, r0:r1] = np.tril(s[r0:r1, r0:r1]) + np.tril(s[r0:r1, r0:r1], -1).T
+    def upper(band):
+        r0, r1 = band
+        c[r0:r1, r1:] = c[r1:, r0:r1].T
+        block = c[r0:r1, r0:r1]
+        above = np.triu_indices(r1 - r0, 1)
+        block[above] = block.T[above]
 
-    with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(lower, pieces))
-        list(pool.map(upper, pieces))
-    return s
+    _in_bands(n, lower, upper, threads=threads)
+    return c
 
 
 def stream_blocks(stream, work, worker, read):
@@ -174,8 +194,8 @@ class Covariance:
         self.rows = self.streams[0].rows
 
     def run(self, x, count=None, read=None):
-        """C (float64) of the m x n float32 host array x on the first `count`
-        devices. `read(device index, first row, rows, slot)` may supply the blocks
+        """C (float64, in an array the next run reuses) of the m x n float32
+        host array x on the first `count` devices. `read(device index, first row, rows, slot)` may supply the blocks
         instead of slices of x (x then gives only the shape and the shift).
         Afterwards: `seconds` (wall time from start to C on the host), `taken`
         (the blocks each device took), `timeline()`."""
@@ -198,8 +218,9 @@ class Covariance:
 
         parts = in_threads(drive, count)
         host_start = time.perf_counter_ns()
-        s, col = add_sums(parts)
-        c = finish(s, col, m)
+        if getattr(self, "out", None) is None:
+            self.out = np.empty((n, n))
+        c = combine(parts, m, out=self.out)
         end = time.perf_counter_ns()
         self.seconds, self.host_seconds = (end - t0) * 1e-9, (end - host_start) * 1e-9
         self.taken, self.count, self._clock = work.by_worker(count), count, (t0, host_start, end)

@@ -126,19 +126,23 @@ class Stream:
         device: what a block costs when no copy has to be waited for."""
         return time_events(lambda: self._compute(0, self.rows, True), repeats=repeats).median
 
-    def totals(self):
+    def totals(self, copy=False):
         """The sums so far, read back: (S = Σ (v - shift)(v - shift)ᵀ as an n x n
         float32 array of which only the lower triangle is meaningful, and the column
-        sums Σ (v - shift) in float64). Zeros when no block was added."""
+        sums Σ (v - shift) in float64). S is read into page-locked memory that the
+        next call reuses: ask for a copy to keep it longer. Zeros when no block was
+        added."""
         n = self.n
         if self.count == 0:
             return np.zeros((n, n), np.float32), np.zeros(n)
-        s = np.empty((self.np_, self.np_), np.float32)
+        if getattr(self, "s_host", None) is None:
+            self.s_host = pinned_empty(self.ctx, self.queue, (self.np_, self.np_))
         partial = np.empty((SUM_ROWS, n), np.float32)
         cl.enqueue_copy(self.queue, partial, self.partial)
-        self.readback = cl.enqueue_copy(self.queue, s, self.s)  # blocking
+        self.readback = cl.enqueue_copy(self.queue, self.s_host, self.s)  # blocking
         self.readback_ns = time.perf_counter_ns()  # the host's clock just after the read-back ended
-        return s[:n, :n], partial.sum(axis=0, dtype=np.float64)
+        s = self.s_host[:n, :n]
+        return (s.copy() if copy else s), partial.sum(axis=0, dtype=np.float64)
 
     def run(self, x):
         """C of the host array x (pinned memory for full-speed copies). The

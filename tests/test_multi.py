@@ -1,0 +1,202 @@
+"""Chapter 10 on PoCL: the covariance and the subset search shared between two
+device threads (two contexts on the one CPU device), and the same covariance
+over a Dask LocalCluster of two worker processes sharing that device: the
+split and the sums, a worker killed half way, and the refusals."""
+import os
+import time
+
+import numpy as np
+import pytest
+
+from gpubook import cluster, covariance as cv, multi, outofcore as oc, subsets as su
+
+TILE = cv.shape(64, 4, 4, 16)
+TOL = 1e-4
+
+
+@pytest.fixture(scope="module")
+def lanes():
+    device = multi.devices()[0]
+    return [multi.Lane(device), multi.Lane(device)]
+
+
+@pytest.fixture(scope="module")
+def data():
+    d = cv.make_data(1_500, 72, seed=3)
+    return d.x, cv.reference(d.x)
+
+
+def test_check_rows_finds_gaps_repeats_and_extras():
+    multi.check_rows([(5, 5), (0, 5)], 10)
+    with pytest.raises(AssertionError, match="missing"):
+        multi.check_rows([(0, 4), (5, 5)], 10)
+    with pytest.raises(AssertionError, match="repeated"):
+        multi.check_rows([(0, 6), (5, 5)], 10)
+    with pytest.raises(AssertionError, match="beyond"):
+        multi.check_rows([(0, 12)], 10)
+
+
+def test_work_hands_out_every_item_once():
+    work = multi.Work(range(100))
+    taken = multi.in_threads(lambda k: [item for item in iter(lambda: work.take(k), None)], 4)
+    assert sorted(i for t in taken for i in t) == list(range(100))
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_covariance_split_over_devices(lanes, data, count):
+    x, ref = data
+    mc = multi.Covariance(lanes, x.shape[1], oc.stream_bytes(x.shape[1], 128), TILE, m=len(x))
+    c = mc.run(x, count)
+    assert cv.error(c, ref) < TOL
+    assert np.array_equal(c, c.T)
+    taken = [b for blocks in mc.taken for b in blocks]
+    assert sorted(taken) == oc.blocks(len(x), mc.rows)  # every block once
+    assert len(mc.taken) == count
+    rows = mc.timeline()
+    assert {r[0] for r in rows} >= {"host"} and all(e >= s for *_, s, e in rows)
+
+
+def test_combine_equals_float64_sum():
+    rng = np.random.default_rng(1)
+    n, m = 130, 1000
+    parts = []
+    for _ in range(3):
+        s = rng.standard_normal((n, n)).astype(np.float32)
+        s = s + s.T
+        parts.append((s, rng.standard_normal(n)))
+    garbled = parts[0][0].copy()
+    garbled[np.triu_indices(n, 1)] = np.nan  # above the diagonal S may hold anything
+    c = multi.combine([(garbled, parts[0][1])] + parts[1:], m, threads=3)
+    d = sum(col for _, col in parts) / m
+    want = sum(s.astype(np.float64) for s, _ in parts) / m - np.outer(d, d)
+    assert np.allclose(c, want, rtol=0, atol=1e-12)
+
+
+def test_covariance_refuses_a_bad_count(lanes, data):
+    x, _ = data
+    mc = multi.Covariance(lanes, x.shape[1], oc.stream_bytes(x.shape[1], 128), TILE, m=len(x))
+    with pytest.raises(ValueError, match="count must be 1 to 2"):
+        mc.run(x, 3)
+
+
+def test_subsets_split_gives_the_same_answer(lanes):
+    p, planted = 12, (2, 5, 9)
+    xtx, xty, yty, _, _ = multi.subset_problem(500, p, planted)
+    search = multi.Subsets(lanes, p, 4, xtx, xty, yty, chunk=64)
+    one, two = search.run(1), search.run(2)
+    assert one == two and one[3][1] == planted
+    assert sorted(c for t in search.taken for c in t) == search.items()
+    for k in range(1, 5):
+        all_rss, subs = su.subsets_numpy(xtx, xty, yty, k)
+        g = int(np.argmin(all_rss))
+        assert tuple(subs[g]) == one[k][1]
+        assert abs(all_rss[g] - one[k][0]) <= 1e-9 * yty
+
+
+def test_subsets_refuse_bad_sizes(lanes):
+    xtx, xty, yty, _, _ = multi.subset_problem(100, 6, (1,))
+    with pytest.raises(ValueError, match="k_max"):
+        multi.Subsets(lanes, 6, 7, xtx, xty, yty)
+    with pytest.raises(ValueError, match="expected X'X"):
+        multi.Subsets(lanes, 7, 2, xtx, xty, yty)
+
+
+def test_h2d_together_is_a_rate(lanes, data):
+    x, _ = data
+    assert multi.h2d_together(lanes, x, 2, repeats=1) > 0
+
+
+# The store and Dask ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory, data):
+    x, _ = data
+    return cluster.save_rows(str(tmp_path_factory.mktemp("store") / "x.npy"), x)
+
+
+def test_store_reads_the_rows_back(store, data):
+    x, _ = data
+    f = cluster.RowFile(store, x.shape[1])
+    out = np.empty((37, x.shape[1]), np.float32)
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(3) as pool:
+        f.read(100, out, pool, piece=1000)
+    os.close(f.fd)
+    assert np.array_equal(out, x[100:137])
+
+
+def test_store_refuses_the_wrong_shape_or_type(tmp_path, store, data):
+    x, _ = data
+    with pytest.raises(ValueError, match="expected C-ordered float32 rows with n = 73 columns"):
+        cluster.RowFile(store, 73)
+    np.save(tmp_path / "d.npy", x.astype(np.float64))
+    with pytest.raises(ValueError, match="float64"):
+        cluster.RowFile(str(tmp_path / "d.npy"))
+    (tmp_path / "junk.npy").write_bytes(b"not numpy")
+    with pytest.raises(ValueError, match="not a readable .npy"):
+        cluster.RowFile(str(tmp_path / "junk.npy"))
+
+
+@pytest.fixture(scope="module")
+def client():
+    c = cluster.start(workers=2)
+    yield c
+    cluster.stop(c)
+
+
+def test_dask_covariance_matches_the_threads(client, store, data, lanes):
+    x, ref = data
+    budget = oc.stream_bytes(x.shape[1], 128)
+    assert len(cluster.devices(client)) == 2
+    c, root = cluster.covariance(client, store, 5, budget, TILE)
+    assert cv.error(c, ref) < TOL
+    assert sorted(root.ranges) == sorted(set(root.ranges)) and sum(r for _, r in root.ranges) == len(x)
+    threads = multi.Covariance(lanes, x.shape[1], budget, TILE, m=len(x)).run(x)
+    assert np.max(np.abs(c - threads)) <= 1e-6 * np.max(np.abs(ref))
+    assert {w for w, what, *_ in root.spans if what == "rows"} <= {0, 1}
+
+
+def test_dask_recovers_a_killed_worker_exactly(client, store, data, tmp_path):
+    x, ref = data
+    budget = oc.stream_bytes(x.shape[1], 128)
+    c, root = cluster.covariance(client, store, 4, budget, TILE)
+    marker = str(tmp_path / "killed")
+    c_fail, root_fail = cluster.covariance(client, store, 4, budget, TILE, fail_marker=marker)
+    assert os.path.exists(marker)  # a worker did die
+    assert np.array_equal(c, c_fail)
+    assert sorted(root_fail.ranges) == sorted(root.ranges)
+    multi.check_rows(root_fail.ranges, len(x))
+    client.wait_for_workers(2, timeout=30)
+
+
+def test_dask_refuses_bad_input(client, store, data):
+    x, _ = data
+    with pytest.raises(ValueError, match="cannot hold one block"):
+        cluster.covariance(client, store, 2, oc.stream_bytes(x.shape[1], 0), TILE)
+    with pytest.raises(ValueError, match="tasks must be"):
+        cluster.covariance(client, store, 0, oc.stream_bytes(x.shape[1], 128), TILE)
+
+
+def test_an_unanswered_scheduler_fails_within_its_timeout():
+    t0 = time.perf_counter()
+    with pytest.raises(ConnectionError, match="no Dask scheduler answered at tcp://127.0.0.1:9 within 2 s"):
+        cluster.start("tcp://127.0.0.1:9", timeout=2)
+    assert time.perf_counter() - t0 < 10
+
+
+def test_a_worker_without_a_device_is_refused():
+    from distributed import Client, LocalCluster
+    import logging
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0",
+                      silence_logs=logging.CRITICAL) as lc, Client(lc) as c:
+        with pytest.raises(Exception, match="has no usable OpenCL device.*matches no OpenCL device"):
+            c.register_plugin(cluster.OpenCLWorker(["no-such-device"]))
+
+
+def test_a_task_on_a_worker_without_the_plugin_says_so():
+    cluster._device, saved = None, cluster._device
+    try:
+        with pytest.raises(RuntimeError, match="no OpenCL device"):
+            cluster.worker_device()
+    finally:
+        cluster._device = saved
