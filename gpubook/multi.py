@@ -47,8 +47,11 @@ def specs(devs):
 
 
 def describe(devs):
-    """'2 × NVIDIA H200', or the names joined when the devices differ."""
+    """'NVIDIA H200' for one, '2 × NVIDIA H200' for two of a kind, or the names
+    joined when the devices differ."""
     names = [d.name.strip() for d in devs]
+    if len(names) == 1:
+        return names[0]
     return f"{len(names)} × {names[0]}" if len(set(names)) == 1 else " + ".join(names)
 
 
