@@ -243,7 +243,7 @@ def finish_part(part, m):
     """A task: C = S/m - d dᵀ from the summed Part, as float32 (half the bytes
     to send back), in a Part whose `s` is C."""
     t0 = time.time()
-    c = multi.combine([(part.s, part.col)], m).astype(np.float32)
+    c = multi.combine([(part.s, part.col)], m, out=np.empty(part.s.shape, np.float32))
     return Part(c, None, part.ranges, part.spans + [(get_worker().name, "finish", t0, time.time())])
 
 
@@ -269,10 +269,12 @@ def covariance(client, path, tasks, budget, tile, fail_marker=None):
         raise ValueError(f"tasks must be 1 to m = {m:,}, not {tasks}")
     plan_rows(budget, n)  # a budget too small for one block is refused here, not on every worker
     shift = np.array(np.load(path, mmap_mode="r")[0], np.float32)
+    t0 = time.time()
     edges = np.linspace(0, m, tasks + 1).astype(int)
     parts = [client.submit(covariance_part, path, int(a), int(b - a), shift, budget, tile, fail_marker,
                            resources=GPU, pure=False) for a, b in zip(edges[:-1], edges[1:])]
     root = client.submit(finish_part, tree_sum(client, parts), m, pure=False).result()
+    root.spans.append(("driver", "submitted → C in hand", t0, time.time()))
     multi.check_rows(root.ranges, m)
     return root.s, root
 

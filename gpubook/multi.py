@@ -126,50 +126,43 @@ def _in_bands(n, *passes, threads=None):
             list(pool.map(one, bands))
 
 
-def _sum_lower(parts, out, r0, r1):
-    """out[r0:r1, :r1] = Σ parts' S over those entries, in float64 (the lower
-    triangle of the band and its diagonal block; above the diagonal S holds
-    anything, so no warning is wanted there)."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        band = out[r0:r1, :r1]
-        np.copyto(band, parts[0][0][r0:r1, :r1])
-        for s, _ in parts[1:]:
-            np.add(band, s[r0:r1, :r1], out=band)
+def _sum_rows(parts, r0, r1):
+    """Σ over parts of S[r0:r1], in float64."""
+    rows = parts[0][0][r0:r1].astype(np.float64)
+    for s, _ in parts[1:]:
+        rows += s[r0:r1]
+    return rows
 
 
 def add_sums(parts, threads=None):
-    """Σ over parts of (S, column sums), in float64: (S's lower triangle, above
-    it anything; the column sums)."""
+    """Σ over parts of (S, column sums), in float64."""
     n = parts[0][0].shape[0]
     total = np.empty((n, n))
-    _in_bands(n, lambda band: _sum_lower(parts, total, *band), threads=threads)
+
+    def rows(band):
+        total[band[0]:band[1]] = _sum_rows(parts, *band)
+
+    _in_bands(n, rows, threads=threads)
     return total, np.sum([c for _, c in parts], axis=0)
 
 
 def combine(parts, m, out=None, threads=None):
-    """C = S/m - d dᵀ (d = column sums / m) from the parts' sums against one
-    shift, added in float64 and mirrored into the full matrix: one pass over
-    bands of rows for the lower triangle, one for the upper. `out`, an n x n
-    float64 array to reuse, saves the first touch of fresh memory."""
+    """C = S/m - d dᵀ (d = column sums / m) from the parts' (S, column sums)
+    against one shift, added in float64 a band of rows at a time (a band stays
+    in cache) and written to `out` (float64 unless given: reusing an array
+    saves the first touch of fresh memory)."""
     n = parts[0][0].shape[0]
     d = np.sum([c for _, c in parts], axis=0) / m
     c = np.empty((n, n)) if out is None else out
 
-    def lower(band):
+    def rows(band):
         r0, r1 = band
-        _sum_lower(parts, c, r0, r1)
-        rows = c[r0:r1, :r1]
-        rows *= 1.0 / m
-        rows -= np.multiply.outer(d[r0:r1], d[:r1])
+        block = _sum_rows(parts, r0, r1)
+        block *= 1.0 / m
+        block -= np.multiply.outer(d[r0:r1], d)
+        c[r0:r1] = block
 
-    def upper(band):
-        r0, r1 = band
-        c[r0:r1, r1:] = c[r1:, r0:r1].T
-        block = c[r0:r1, r0:r1]
-        above = np.triu_indices(r1 - r0, 1)
-        block[above] = block.T[above]
-
-    _in_bands(n, lower, upper, threads=threads)
+    _in_bands(n, rows, threads=threads)
     return c
 
 

@@ -127,8 +127,8 @@ class Stream:
         return time_events(lambda: self._compute(0, self.rows, True), repeats=repeats).median
 
     def totals(self, copy=False):
-        """The sums so far, read back: (S = Σ (v - shift)(v - shift)ᵀ as an n x n
-        float32 array of which only the lower triangle is meaningful, and the column
+        """The sums so far, read back: (S = Σ (v - shift)(v - shift)ᵀ, n x n
+        float32, mirrored from its lower triangle on the device, and the column
         sums Σ (v - shift) in float64). S is read into page-locked memory that the
         next call reuses: ask for a copy to keep it longer. Zeros when no block was
         added."""
@@ -136,13 +136,14 @@ class Stream:
         if self.count == 0:
             return np.zeros((n, n), np.float32), np.zeros(n)
         if getattr(self, "s_host", None) is None:
-            self.s_host = pinned_empty(self.ctx, self.queue, (self.np_, self.np_))
+            self.s_host = pinned_empty(self.ctx, self.queue, (n, n))
         partial = np.empty((SUM_ROWS, n), np.float32)
         cl.enqueue_copy(self.queue, partial, self.partial)
-        self.readback = cl.enqueue_copy(self.queue, self.s_host, self.s)  # blocking
+        self.kernels.append(("mirror", launch_finish(self.queue, self.s, self.np_, self.c, n, n,
+                                                     self.zeros, self.zeros, 1.0)))
+        self.readback = cl.enqueue_copy(self.queue, self.s_host, self.c)  # blocking
         self.readback_ns = time.perf_counter_ns()  # the host's clock just after the read-back ended
-        s = self.s_host[:n, :n]
-        return (s.copy() if copy else s), partial.sum(axis=0, dtype=np.float64)
+        return (self.s_host.copy() if copy else self.s_host), partial.sum(axis=0, dtype=np.float64)
 
     def run(self, x):
         """C of the host array x (pinned memory for full-speed copies). The

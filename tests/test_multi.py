@@ -56,7 +56,7 @@ def test_covariance_split_over_devices(lanes, data, count):
     assert {r[0] for r in rows} >= {"host"} and all(e >= s for *_, s, e in rows)
 
 
-def test_combine_equals_float64_sum():
+def test_combine_and_add_sums_equal_float64_sums():
     rng = np.random.default_rng(1)
     n, m = 130, 1000
     parts = []
@@ -64,12 +64,14 @@ def test_combine_equals_float64_sum():
         s = rng.standard_normal((n, n)).astype(np.float32)
         s = s + s.T
         parts.append((s, rng.standard_normal(n)))
-    garbled = parts[0][0].copy()
-    garbled[np.triu_indices(n, 1)] = np.nan  # above the diagonal S may hold anything
-    c = multi.combine([(garbled, parts[0][1])] + parts[1:], m, threads=3)
+    c = multi.combine(parts, m, threads=3)
     d = sum(col for _, col in parts) / m
     want = sum(s.astype(np.float64) for s, _ in parts) / m - np.outer(d, d)
     assert np.allclose(c, want, rtol=0, atol=1e-12)
+    total, col = multi.add_sums(parts, threads=2)
+    assert np.array_equal(total, sum(s.astype(np.float64) for s, _ in parts))
+    c32 = multi.combine([(total, col)], m, out=np.empty((n, n), np.float32))
+    assert c32.dtype == np.float32 and np.allclose(c32, want, rtol=0, atol=1e-6)
 
 
 def test_covariance_refuses_a_bad_count(lanes, data):
