@@ -15,7 +15,10 @@ host (a LocalCluster) or on many (a scheduler's address).
 """
 import logging
 import os
+import shutil
+import tempfile
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -35,16 +38,18 @@ _device = None  # this worker process's device, opened by OpenCLWorker
 # The store ------------------------------------------------------------------------
 
 def save_rows(path, x, threads=READERS):
-    """Write the 2-D float32 array x as a .npy file, bands of rows in parallel."""
-    out = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=x.shape)
+    """Write the 2-D array x as a .npy file, bands of rows in parallel."""
+    out = np.lib.format.open_memmap(path, mode="w+", dtype=x.dtype, shape=x.shape)
     offset = out.offset
     del out
     band = max(1, x.shape[0] // (4 * threads))
     fd = os.open(path, os.O_WRONLY)
     try:
         def write(i0):
-            piece = np.ascontiguousarray(x[i0:i0 + band])
-            os.pwrite(fd, memoryview(piece).cast("B"), offset + i0 * x.shape[1] * 4)
+            data = memoryview(np.ascontiguousarray(x[i0:i0 + band])).cast("B")
+            at, done = offset + i0 * x.shape[1] * x.itemsize, 0
+            while done < len(data):  # a write may take less than it was given
+                done += os.pwrite(fd, data[done:], at + done)
         with ThreadPoolExecutor(threads) as pool:
             list(pool.map(write, range(0, x.shape[0], band)))
     finally:
@@ -201,15 +206,28 @@ def devices(client):
 
 @dataclass
 class Part:
-    """Partial sums of some rows: S (lower triangle meaningful), column sums,
-    the (first row, rows) ranges counted, and (worker, what, start, end) spans."""
-    s: np.ndarray
+    """Partial sums of some rows: S (an array, or the path of a .npy file that
+    holds it on the shared store), the column sums, the (first row, rows)
+    ranges counted, and (worker, what, start, end) spans."""
+    s: object
     col: np.ndarray
     ranges: list
     spans: list = field(default_factory=list)
 
 
-def covariance_part(path, first, rows, shift, budget, tile, fail_marker=None):
+def _keep(array, spill):
+    """The array itself, or with `spill` (a folder on the shared store) the
+    path of a .npy file it was written to: a path is all Dask then moves."""
+    if spill is None:
+        return array
+    return save_rows(os.path.join(spill, f"{uuid.uuid4().hex}.npy"), array)
+
+
+def _array(s):
+    return np.load(s, mmap_mode="r") if isinstance(s, str) else s
+
+
+def covariance_part(path, first, rows, shift, budget, tile, fail_marker=None, spill=None):
     """A task: the partial sums of rows first..first+rows-1 of the store at
     `path`, streamed through this worker's device. With `fail_marker` (a path)
     the first attempt kills its own process half way, to show recovery."""
@@ -227,40 +245,47 @@ def covariance_part(path, first, rows, shift, budget, tile, fail_marker=None):
         return store.read(i0, staging[slot][:r], dev.pool)
 
     multi.stream_blocks(stream, work, 0, read)
-    s, col = stream.totals(copy=True)
-    return Part(s, col, [(first, rows)], [(get_worker().name, "rows", t0, time.time())])
+    s, col = stream.totals(copy=spill is None)
+    return Part(_keep(s, spill), col, [(first, rows)], [(get_worker().name, "rows", t0, time.time())])
 
 
-def add_parts(*parts):
+def _merged(parts, what, t0, s, col=None):
+    spans = [span for p in parts for span in p.spans] + [(get_worker().name, what, t0, time.time())]
+    return Part(s, col, [r for p in parts for r in p.ranges], spans)
+
+
+def add_parts(*parts, spill=None):
     """A task: the float64 sum of partial sums."""
     t0 = time.time()
-    s, col = multi.add_sums([(p.s, p.col) for p in parts])
-    spans = [span for p in parts for span in p.spans]
-    return Part(s, col, [r for p in parts for r in p.ranges], spans + [(get_worker().name, "sum", t0, time.time())])
+    s, col = multi.add_sums([(_array(p.s), p.col) for p in parts])
+    return _merged(parts, "sum", t0, _keep(s, spill), col)
 
 
-def finish_part(part, m):
-    """A task: C = S/m - d dᵀ from the summed Part, as float32 (half the bytes
-    to send back), in a Part whose `s` is C."""
+def finish_parts(*parts, m, spill=None):
+    """A task: the last sum and C = S/m - d dᵀ, as float32 (half the bytes to
+    send back), in a Part whose `s` is C."""
     t0 = time.time()
-    c = multi.combine([(part.s, part.col)], m, out=np.empty(part.s.shape, np.float32))
-    return Part(c, None, part.ranges, part.spans + [(get_worker().name, "finish", t0, time.time())])
+    c = multi.combine([(_array(p.s), p.col) for p in parts], m, out=np.empty(_array(parts[0].s).shape, np.float32))
+    return _merged(parts, "finish", t0, _keep(c, spill))
 
 
-def tree_sum(client, futures, fan_in=2):
-    """Reduce futures of Parts as a tree of add_parts tasks, in a fixed order,
-    so the result does not depend on which task finished first."""
+def tree_sum(client, futures, m, spill=None, fan_in=2):
+    """Reduce futures of Parts as a tree of add_parts tasks in a fixed order,
+    so that the result does not depend on which task finished first, ending in
+    one finish_parts task."""
     level = list(futures)
-    while len(level) > 1:
-        level = [client.submit(add_parts, *level[i:i + fan_in], pure=False) if len(level[i:i + fan_in]) > 1
-                 else level[i] for i in range(0, len(level), fan_in)]
-    return level[0]
+    while len(level) > fan_in:
+        level = [client.submit(add_parts, *level[i:i + fan_in], spill=spill, pure=False)
+                 if len(level[i:i + fan_in]) > 1 else level[i] for i in range(0, len(level), fan_in)]
+    return client.submit(finish_parts, *level, m=m, spill=spill, pure=False)
 
 
-def covariance(client, path, tasks, budget, tile, fail_marker=None):
+def covariance(client, path, tasks, budget, tile, fail_marker=None, spill=True):
     """C (float32) of the store at `path` over the cluster: `tasks` row ranges,
     each a task with GPU=1, their partials summed in float64 as a tree, C
-    finished on a worker. Returns (C, the root Part, with every task's span);
+    finished on a worker. With `spill` every partial sum and C travel as files
+    in a folder beside the store, and Dask moves only their paths; without, Dask
+    sends the arrays. Returns (C, the root Part, with every task's span);
     raises if any row was lost or counted twice."""
     probe = RowFile(path)
     m, n = probe.shape
@@ -269,12 +294,22 @@ def covariance(client, path, tasks, budget, tile, fail_marker=None):
         raise ValueError(f"tasks must be 1 to m = {m:,}, not {tasks}")
     plan_rows(budget, n)  # a budget too small for one block is refused here, not on every worker
     shift = np.array(np.load(path, mmap_mode="r")[0], np.float32)
-    t0 = time.time()
-    edges = np.linspace(0, m, tasks + 1).astype(int)
-    parts = [client.submit(covariance_part, path, int(a), int(b - a), shift, budget, tile, fail_marker,
-                           resources=GPU, pure=False) for a, b in zip(edges[:-1], edges[1:])]
-    root = client.submit(finish_part, tree_sum(client, parts), m, pure=False).result()
-    root.spans.append(("driver", "submitted → C in hand", t0, time.time()))
+    folder = tempfile.mkdtemp(prefix="gpubook-parts-", dir=os.path.dirname(os.path.abspath(path))) if spill else None
+    try:
+        t0 = time.time()
+        edges = np.linspace(0, m, tasks + 1).astype(int)
+        parts = [client.submit(covariance_part, path, int(a), int(b - a), shift, budget, tile, fail_marker, folder,
+                               resources=GPU, pure=False) for a, b in zip(edges[:-1], edges[1:])]
+        root = tree_sum(client, parts, m, folder).result()
+        if spill:
+            c = RowFile(root.s)
+            with ThreadPoolExecutor(READERS) as pool:
+                root.s = c.read(0, np.empty(c.shape, np.float32), pool)
+            os.close(c.fd)
+        root.spans.append(("driver", "submitted → C in hand", t0, time.time()))
+    finally:
+        if folder:
+            shutil.rmtree(folder, ignore_errors=True)
     multi.check_rows(root.ranges, m)
     return root.s, root
 

@@ -156,6 +156,9 @@ def test_dask_covariance_matches_the_threads(client, store, data, lanes):
     threads = multi.Covariance(lanes, x.shape[1], budget, TILE, m=len(x)).run(x)
     assert np.max(np.abs(c - threads)) <= 1e-6 * np.max(np.abs(ref))
     assert {w for w, what, *_ in root.spans if what == "rows"} <= {0, 1}
+    c_comm, _ = cluster.covariance(client, store, 5, budget, TILE, spill=False)
+    assert np.array_equal(c, c_comm)  # the same tree of sums, whichever way the partials travel
+    assert not [p for p in os.listdir(os.path.dirname(store)) if p.startswith("gpubook-parts-")]
 
 
 def test_dask_recovers_a_killed_worker_exactly(client, store, data, tmp_path):
