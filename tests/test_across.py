@@ -168,3 +168,16 @@ def test_fp64_row_comes_from_chapter_8():
         stored = records.get("08_lsq", {}).get("data", {}).get("fp64_gflops")
         assert cell == ac.fmt(stored)
     assert any(cell != "—" for cell in row[1:-1])
+
+
+def test_multi_rows_read_chapter_10_records(tmp_path):
+    import json
+    from gpubook import across
+    data = {"devices": 2, "covariance": {"1": {"seconds": 0.4}, "2": {"seconds": 0.21}},
+            "compute_bound_s": {"1": 0.4, "2": 0.2}, "transfer_bound_s": {"1": 0.3, "2": 0.19},
+            "subsets": {"seconds": {"1": 1.4, "2": 0.7}}, "dask": {"seconds": 0.5, "store_threads_s": 0.45}}
+    (tmp_path / "2-nvidia-h200").mkdir()
+    (tmp_path / "2-nvidia-h200" / "10_multi_gpu.json").write_text(json.dumps({"device": "2 × NVIDIA H200",
+                                                                             "data": data}))
+    header, row = across.multi_rows(tmp_path)
+    assert row == ["2 × NVIDIA H200", "400", "210", "1.90× (2.00×)", "2.00×", "0.90×"]
