@@ -19,11 +19,16 @@ TILE_IO = "scan/tile_io.cl"
 
 
 def check_inputs(scores, labels):
-    """Refuse what has no fitness: NaN scores, or a single class (n = 1 included),
-    where one of the rates divides by zero."""
+    """Refuse what has no fitness: labels other than 0 and 1, NaN scores, or a
+    single class (n = 1 included), where one of the rates divides by zero."""
     scores, labels = np.asarray(scores), np.asarray(labels)
     if scores.shape[-1] != labels.shape[-1]:
         raise ValueError(f"{scores.shape[-1]} scores per model but {labels.shape[-1]} labels")
+    bad = np.unique(labels[(labels != 0) & (labels != 1)])
+    if bad.size:
+        shown = ", ".join(str(v) for v in bad[:5].tolist()) + (", ..." if bad.size > 5 else "")
+        raise ValueError(f"labels must be 0 (negative) or 1 (positive); found {shown} "
+                         f"({np.count_nonzero((labels != 0) & (labels != 1)):,} of {labels.size:,} labels)")
     if np.isnan(scores).any():
         raise ValueError("NaN scores have no place in the order: the fitness is undefined")
     positives = int(np.count_nonzero(labels))

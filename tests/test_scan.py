@@ -102,3 +102,10 @@ def test_population_refuses_what_has_no_fitness(cl_env):
         pop.fitness(np.array([[0.1, np.nan, 0.3, 0.4]], np.float32), np.array([1, 0, 0, 1]))
     with pytest.raises(ValueError, match="built for n = 4"):
         pop.fitness(np.zeros((2, 5), np.float32), np.array([1, 0, 0, 1, 0]))
+
+
+@pytest.mark.parametrize("labels, shown", [([2, 0], "2"), ([0.5, 1, 0], "0.5"), ([-1, 1, 3, 0], "-1, 3")])
+def test_labels_other_than_0_and_1_are_refused(labels, shown):
+    from gpubook import scan
+    with pytest.raises(ValueError, match=f"labels must be 0 \\(negative\\) or 1 \\(positive\\); found {shown} "):
+        scan.fitness_reference(np.linspace(0.1, 0.9, len(labels)), labels)
