@@ -88,3 +88,23 @@ def test_chapter_renders_with_images_loaded(tmp_path, name):
     total, broken = map(int, found.groups())
     assert total >= RENDERED[name], f"expected {name}'s plots, found {total} output images"
     assert broken == 0, f"{broken} of {total} images failed to load"
+
+
+@pytest.mark.skipif(find_chromium() is None, reason="no Chromium installed (.ci/run installs Debian's chromium)")
+def test_math_renders_without_a_network(tmp_path):
+    """Chapter 6 with every host name unresolvable: MathJax must come with the
+    site, typeset every formula, and leave no raw TeX in the page's text."""
+    page = HTML / "notebooks" / "06_covariance.html"
+    assert "_static/mathjax/tex-chtml.js" in page.read_text(), "MathJax is not served from the site"
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--no-first-run",
+             "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=http://127.0.0.1:9",
+             f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=20000"]
+    dom = subprocess.run([find_chromium(), *flags, "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    assert dom.count("<mjx-container") >= 10, "MathJax typeset no formulas"
+    text = re.sub(r"<(script|style)\b.*?</\1>", "", dom, flags=re.S)
+    text = re.sub(r"<mjx-container\b.*?</mjx-container>", "", text, flags=re.S)
+    text = re.sub(r"<[^>]+>", "", text)
+    for raw in ("\\(", "\\[", "$$"):
+        assert raw not in text, f"raw TeX {raw!r} left in the rendered page"
