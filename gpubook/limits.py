@@ -30,14 +30,16 @@ def fp32_gflops(ctx, queue, device):
     recorded = recorded_limits(device)
     if recorded is not None:
         return recorded["fp32_gflops"]
-    return _fma_gflops(ctx, queue, device, "device/fma.cl", "fma_chains", np.float32)
+    return _fma_gflops(ctx, queue, device, np.float32)
 
 
-def _fma_gflops(ctx, queue, device, path, name, dtype):
-    """GFLOP/s of chapter 0's eight FMA chains per work-item, 256 steps each."""
+def _fma_gflops(ctx, queue, device, dtype):
+    """GFLOP/s of chapter 0's eight FMA chains per work-item, 256 steps each,
+    in float or double (one kernel source, typed by its build options)."""
     iters, items = 256, device.max_compute_units * 2048
     out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, np.dtype(dtype).itemsize * items)
-    fma = kernel(ctx, path, name, {"ITERS": iters})
+    defines = {"ITERS": iters} if dtype == np.float32 else {"ITERS": iters, "TYPE": "double", "FP64": 1}
+    fma = kernel(ctx, "device/fma.cl", "fma_chains", defines)
     local = (min(256, device.max_work_group_size),)
     t = time_events(lambda: fma(queue, (items,), local, out, dtype(0.999), dtype(0.001)), repeats=5)
     return 2 * 8 * iters * items / t.median / 1e9
@@ -47,7 +49,7 @@ def fp64_gflops(ctx, queue, device):
     """FP64 multiply-add throughput in GFLOP/s, measured now with chapter 0's
     FMA chains in double precision (chapter 0 records FP32 only)."""
     require_fp64(device)
-    return _fma_gflops(ctx, queue, device, "device/fma64.cl", "fma_chains64", np.float64)
+    return _fma_gflops(ctx, queue, device, np.float64)
 
 
 def h2d_gbs(ctx, queue, device):

@@ -38,19 +38,26 @@ class DeviceSum:
         if step not in STEPS:
             raise ValueError(f"unknown step {step!r}; use one of {', '.join(STEPS)}")
         device = queue.device
-        wg = default_work_group(device) if work_group is None else int(work_group)
-        if wg < 1 or wg & (wg - 1):
-            raise ValueError(f"work-group size {wg} is not a power of two "
-                             "(the tree halves it every round)")
-        check_work_group(device, wg, 4 * wg)
         if groups_per_cu < 1 or unroll < 1:
             raise ValueError("groups_per_cu and unroll must be at least 1")
-        defines = {"WG": wg}
-        if step == "5_unrolled":
-            defines["UNROLL"] = int(unroll)
-        self.kernel = kernel(ctx, f"reduction/{step}.cl", "reduce", defines)
-        kernel_max = self.kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
-        if wg > kernel_max:
+        # Without a size asked for: the largest power of two up to 256 that both
+        # the device and the built kernel allow (a compiler may allow a kernel
+        # fewer work-items than the device's maximum).
+        sizes = [int(work_group)] if work_group is not None else \
+            [w for w in (256, 128, 64, 32, 16, 8, 4, 2, 1) if w <= default_work_group(device)]
+        for wg in sizes:
+            if wg < 1 or wg & (wg - 1):
+                raise ValueError(f"work-group size {wg} is not a power of two "
+                                 "(the tree halves it every round)")
+            check_work_group(device, wg, 4 * wg)
+            defines = {"WG": wg}
+            if step == "5_unrolled":
+                defines["UNROLL"] = int(unroll)
+            self.kernel = kernel(ctx, f"reduction/{step}.cl", "reduce", defines)
+            kernel_max = self.kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
+            if wg <= kernel_max:
+                break
+        else:
             raise ValueError(f"work-group size {wg} exceeds what kernels/reduction/{step}.cl "
                              f"allows on {device.name.strip()} ({kernel_max})")
         self.ctx, self.queue, self.step, self.work_group = ctx, queue, step, wg

@@ -93,3 +93,33 @@ def test_bad_shapes_raise_clear_errors(ctx_queue):
     red = DeviceSum(ctx, queue, "2_sequential")
     with pytest.raises(ValueError, match="1 to 2"):
         red.plan(0)
+
+
+class _Capped:
+    """A built kernel whose compiler allows only `cap` work-items (as Mesa's
+    rusticl reports for some kernels on a device that says 1,024)."""
+
+    def __init__(self, knl, cap):
+        self._knl, self._cap = knl, cap
+
+    def get_work_group_info(self, what, device):
+        return min(self._cap, self._knl.get_work_group_info(what, device))
+
+    def __call__(self, *args, **kwargs):
+        return self._knl(*args, **kwargs)
+
+
+def test_default_work_group_follows_the_built_kernel(monkeypatch):
+    import pyopencl.array as cla
+    from gpubook import reduction as rd
+    real = rd.kernel
+    monkeypatch.setattr(rd, "kernel", lambda *a, **k: _Capped(real(*a, **k), 32))
+    ctx, queue = gb.make_queue()
+    x = np.random.default_rng(2).random(10_001).astype(np.float32)
+    buf = cla.to_device(queue, x)
+    for step in rd.STEPS:
+        ds = rd.DeviceSum(ctx, queue, step)
+        assert ds.work_group == min(32, gb.device.default_work_group(queue.device))
+        assert abs(ds.sum(buf.data, x.size) - x.sum(dtype=np.float64)) < 1e-4 * x.size
+    with pytest.raises(ValueError, match="exceeds what kernels/reduction/1_interleaved.cl allows"):
+        rd.DeviceSum(ctx, queue, "1_interleaved", work_group=64)
