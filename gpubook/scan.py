@@ -124,6 +124,19 @@ class ListFitness:
         return fitness_from_sum(float(out[0]), positives, n)
 
 
+def scan_local_bytes(wg, items, look=32, stage=True):
+    """Local memory of a DeviceScan: the work-group scan, the look-back window,
+    and the staged tile (padded against bank conflicts)."""
+    return 4 * (2 * wg + 1) + 8 * look + 16 + (4 * items * wg * 33 // 32 if stage else 16)
+
+
+def scan_shapes(device, candidates, look=32):
+    """The (WG, ITEMS) tile shapes of `candidates` that this device can run:
+    a work-group it allows and a tile that fits its local memory."""
+    return [(wg, items) for wg, items in candidates
+            if wg <= device.max_work_group_size and scan_local_bytes(wg, items, look) <= device.local_mem_size]
+
+
 class DeviceScan:
     """Step 3: an inclusive float32 scan of a whole buffer, in three launches
     (reduce, then scan) or in one (decoupled look-back)."""
@@ -136,7 +149,7 @@ class DeviceScan:
         tile = items * wg
         if not 1 <= look <= wg:
             raise ValueError(f"the look-back window ({look}) must be 1 to the work-group size ({wg})")
-        _check_wg(queue.device, wg, 4 * (2 * wg + 1) + 8 * look + 16 + (4 * tile * 33 // 32 if stage else 16))
+        _check_wg(queue.device, wg, scan_local_bytes(wg, items, look, stage))
         self.ctx, self.queue, self.step, self.wg, self.tile = ctx, queue, step, wg, tile
         src = (WG_SCAN, TILE_IO, f"scan/{step}.cl")
         defines = {"WG": wg, "ITEMS": items, "T": "float", "STAGE": int(bool(stage))}

@@ -109,3 +109,14 @@ def test_labels_other_than_0_and_1_are_refused(labels, shown):
     from gpubook import scan
     with pytest.raises(ValueError, match=f"labels must be 0 \\(negative\\) or 1 \\(positive\\); found {shown} "):
         scan.fitness_reference(np.linspace(0.1, 0.9, len(labels)), labels)
+
+
+def test_scan_shapes_fit_the_device():
+    from types import SimpleNamespace
+    from gpubook import scan
+    small = SimpleNamespace(max_work_group_size=1024, local_mem_size=32768)  # Mesa's llvmpipe
+    shapes = scan.scan_shapes(small, ((128, 32), (256, 16), (512, 16), (256, 8)))
+    assert shapes == [(128, 32), (256, 16), (256, 8)]  # 512 x 16 needs 38,164 bytes
+    assert scan.scan_local_bytes(512, 16) == 38164
+    assert scan.scan_shapes(SimpleNamespace(max_work_group_size=256, local_mem_size=65536),
+                            ((128, 32), (512, 16))) == [(128, 32)]
