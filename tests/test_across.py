@@ -6,7 +6,7 @@ import shutil
 import matplotlib.pyplot as plt
 import pytest
 
-from gpubook import across as ac
+from gpubook.chapters import across as ac, across_plots as ap
 from gpubook.paths import RESULTS
 
 DEVICES = sorted(p.parent.name for p in RESULTS.glob("*/00_device.json")
@@ -109,7 +109,7 @@ def test_missing_chapter_is_absent(tmp_path):
     results = ac.load(tmp_path)
     assert scan not in ac.present(results)
     assert all(r[0] != scan.title for r in ac.headline_rows(results))
-    fig = ac.plot_progress(results)
+    fig = ap.plot_progress(results)
     # one panel per chapter that has a share of a limit on some device
     assert [ax.get_title().split("\n")[0] for ax in fig.axes] == [c.title for c in ac.with_shares(results)]
     assert ac.with_shares(results) and all(c.limit for c in ac.with_shares(results))
@@ -136,7 +136,7 @@ def test_reader_device_appears(tmp_path):
     cov = ac.headline(ac.by_file("06_covariance"), results["no-limits-gpu"])
     assert cov[2] is None and by_title[ac.by_file("06_covariance").title][-1] == ac.fmt(cov[1])
     assert "My Laptop GPU" in ac.limit_rows(results)[0]
-    fig = ac.plot_progress(results)
+    fig = ap.plot_progress(results)
     assert "My Laptop GPU" in [t.get_text() for t in fig.legends[0].get_texts()]
     plt.close(fig)
 
@@ -152,7 +152,7 @@ def test_opens_no_opencl_device(monkeypatch):
     results = ac.load()
     for rows in (ac.limit_rows(results), ac.headline_rows(results), ac.vendor_rows(results)):
         assert len(rows) > 1
-    plt.close(ac.plot_progress(results))
+    plt.close(ap.plot_progress(results))
 
 
 def test_recorded_numbers():
@@ -172,7 +172,7 @@ def test_fp64_row_comes_from_chapter_8():
 
 def test_multi_rows_read_chapter_10_records(tmp_path):
     import json
-    from gpubook import across
+    from gpubook.chapters import across
     data = {"devices": 2, "covariance": {"1": {"seconds": 0.4}, "2": {"seconds": 0.21}},
             "compute_bound_s": {"1": 0.4, "2": 0.2}, "transfer_bound_s": {"1": 0.3, "2": 0.19},
             "subsets": {"seconds": {"1": 1.4, "2": 0.7}}, "dask": {"seconds": 0.5, "store_threads_s": 0.45}}

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import gpubook as gb
-from gpubook import covariance as cv, outofcore as oc
+from gpubook.chapters import covariance as cv, outofcore as oc
 from gpubook.timeline import busy_ms, spans
 
 TILE = cv.shape(32, 4, 4, 8, stages=2)

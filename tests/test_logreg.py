@@ -1,4 +1,4 @@
-"""gpubook.logreg: data, float64 reference, shape checks and the single-work-group
+"""gpubook.chapters.logreg: data, float64 reference, shape checks and the single-work-group
 kernels of chapters 1-4 on the local device (a few iterations, small groups)."""
 from types import SimpleNamespace
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import gpubook as gb
-from gpubook import logreg as lr
+from gpubook.chapters import logreg as lr
 
 
 def fake_device(max_wg=1024, local=49152):

@@ -7,7 +7,7 @@ import pyopencl as cl
 import pytest
 
 import gpubook as gb
-from gpubook import lsq
+from gpubook.chapters import lsq
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from gpubook import cluster, covariance as cv, multi, outofcore as oc, subsets as su
+from gpubook.chapters import cluster, covariance as cv, multi, outofcore as oc, subsets as su
 
 TILE = cv.shape(64, 4, 4, 16)
 TOL = 1e-4

@@ -1,4 +1,4 @@
-"""gpubook.reduction: every step of chapter 3's device-wide sum, on the local device.
+"""gpubook.chapters.reduction: every step of chapter 3's device-wide sum, on the local device.
 
 Float32 sums are compared with NumPy's float64 sum of the same float32 data.
 The data are positive, so the relative error of any summation order is at most
@@ -10,7 +10,7 @@ import pyopencl as cl
 import pytest
 
 import gpubook as gb
-from gpubook.reduction import STEPS, DeviceSum, default_work_group
+from gpubook.chapters.reduction import STEPS, DeviceSum, default_work_group
 
 RTOL = 1e-5
 
@@ -111,7 +111,7 @@ class _Capped:
 
 def test_default_work_group_follows_the_built_kernel(monkeypatch):
     import pyopencl.array as cla
-    from gpubook import reduction as rd
+    from gpubook.chapters import reduction as rd
     real = rd.kernel
     monkeypatch.setattr(rd, "kernel", lambda *a, **k: _Capped(real(*a, **k), 32))
     ctx, queue = gb.make_queue()

@@ -5,7 +5,7 @@ import pyopencl.array as cla
 import pytest
 
 import gpubook as gb
-from gpubook import scan as sc
+from gpubook.chapters import scan as sc
 
 
 @pytest.fixture(scope="module")
@@ -106,14 +106,14 @@ def test_population_refuses_what_has_no_fitness(cl_env):
 
 @pytest.mark.parametrize("labels, shown", [([2, 0], "2"), ([0.5, 1, 0], "0.5"), ([-1, 1, 3, 0], "-1, 3")])
 def test_labels_other_than_0_and_1_are_refused(labels, shown):
-    from gpubook import scan
+    from gpubook.chapters import scan
     with pytest.raises(ValueError, match=f"labels must be 0 \\(negative\\) or 1 \\(positive\\); found {shown} "):
         scan.fitness_reference(np.linspace(0.1, 0.9, len(labels)), labels)
 
 
 def test_scan_shapes_fit_the_device():
     from types import SimpleNamespace
-    from gpubook import scan
+    from gpubook.chapters import scan
     small = SimpleNamespace(max_work_group_size=1024, local_mem_size=32768)  # Mesa's llvmpipe
     shapes = scan.scan_shapes(small, ((128, 32), (256, 16), (512, 16), (256, 8)))
     assert shapes == [(128, 32), (256, 16), (256, 8)]  # 512 x 16 needs 38,164 bytes

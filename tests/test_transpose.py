@@ -4,8 +4,8 @@ import pyopencl as cl
 import pytest
 
 import gpubook as gb
-from gpubook import logreg
-from gpubook import transpose as tr
+from gpubook.chapters import logreg
+from gpubook.chapters import transpose as tr
 
 
 @pytest.fixture(scope="module")

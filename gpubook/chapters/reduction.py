@@ -10,8 +10,8 @@ array, so they need only two passes.
 import numpy as np
 import pyopencl as cl
 
-from .device import check_work_group, default_work_group
-from .kernels import kernel
+from ..device import check_work_group, default_work_group
+from ..kernels import kernel
 
 STEPS = ("1_interleaved", "2_sequential", "3_first_add", "4_multi", "5_unrolled")
 

@@ -19,8 +19,8 @@ import pyopencl as cl
 
 from .covariance import (COL_PAD, ROW_PAD, SUM_ROWS, launch_centre, launch_col_sums, launch_finish,
                          launch_tiles, round_up)
-from .device import pinned_empty
-from .timing import time_events
+from ..device import pinned_empty
+from ..timing import time_events
 
 MIN_PAIR_ROWS = 8 * ROW_PAD  # fewer rows per launch and launch overhead dominates
 

@@ -27,7 +27,7 @@ from distributed import Client, LocalCluster, get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from . import multi
-from .device import DeviceChoiceError, choose_device, pinned_empty
+from ..device import DeviceChoiceError, choose_device, pinned_empty
 from .outofcore import Stream, blocks, plan_rows
 
 GPU = {"GPU": 1}

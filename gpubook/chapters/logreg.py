@@ -68,10 +68,10 @@ from dataclasses import dataclass, field
 import matplotlib.pyplot as plt
 import pyopencl as cl
 
-from .device import check_work_group
-from .kernels import kernel as _kernel
-from .records import other_devices
-from .timing import stats, time_events
+from ..device import check_work_group
+from ..kernels import kernel as _kernel
+from ..records import other_devices
+from ..timing import stats, time_events
 
 #: Iterations per second that the seed measured on its laptop GPU, for J=2048
 #: examples, K=8 features and 50,000 iterations in one launch.

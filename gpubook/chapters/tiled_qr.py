@@ -11,9 +11,9 @@ large and efficient, a narrow inner one keeps the per-column launches cheap.
 import numpy as np
 import pyopencl as cl
 
-from . import tiles
+from .. import tiles
 from .blocked_qr import BlockedQR
-from .kernels import build
+from ..kernels import build
 
 # The fastest shape for the whole factorisation in a probe on the H200
 # (chapter 8 sweeps it on the device it runs on).

@@ -14,10 +14,10 @@ import pyopencl as cl
 
 from . import blocked_qr, tiled_qr
 from .blocked_qr import checked_rows
-from .device import check_work_group, default_work_group, require_fp64
-from .kernels import kernel
+from ..device import check_work_group, default_work_group, require_fp64
+from ..kernels import kernel
 from .subsets import SubsetSearch, subsets_numpy, unrank  # noqa: F401  (step 4, used as lsq.*)
-from .timing import event_seconds, time_events
+from ..timing import event_seconds, time_events
 
 STEPS = ("1_sequential", "2_row_group")
 # Columns of X whose sqrt(d) falls below TOL times the column's weighted norm

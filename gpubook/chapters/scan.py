@@ -9,8 +9,8 @@ reference, the input checks, and the launches of kernels/scan/.
 import numpy as np
 import pyopencl as cl
 
-from .device import check_work_group
-from .kernels import kernel
+from ..device import check_work_group
+from ..kernels import kernel
 
 LIST_STEPS = ("1_hillis_steele", "2_work_efficient")
 DEVICE_STEPS = ("3_reduce_then_scan", "4_single_pass")

@@ -7,8 +7,8 @@ from math import comb
 import numpy as np
 import pyopencl as cl
 
-from .device import require_fp64
-from .kernels import kernel
+from ..device import require_fp64
+from ..kernels import kernel
 
 
 def unrank(g, k, p):

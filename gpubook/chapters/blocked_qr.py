@@ -9,8 +9,8 @@ queue order the work-groups; none ever waits for another.
 import numpy as np
 import pyopencl as cl
 
-from .device import check_work_group, require_fp64
-from .kernels import build
+from ..device import check_work_group, require_fp64
+from ..kernels import build
 
 
 def checked_rows(x, y, w, n):

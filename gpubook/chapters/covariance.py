@@ -11,9 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 import pyopencl as cl
 
-from . import tiles
-from .device import check_work_group
-from .kernels import kernel
+from .. import tiles
+from ..device import check_work_group
+from ..kernels import kernel
 
 STEPS = ("naive", "symmetric", "local_tiles", "register_tiles")
 COL_PAD = 128   # the padded width is a multiple of every tile width the steps use

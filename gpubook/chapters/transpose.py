@@ -16,10 +16,10 @@ import time
 import numpy as np
 import pyopencl as cl
 
-from .device import check_work_group, default_work_group
-from .kernels import kernel
+from ..device import check_work_group, default_work_group
+from ..kernels import kernel
 from .logreg import log_likelihood_terms
-from .timing import stats
+from ..timing import stats
 
 FEATURE_MULTIPLE = 8    # float4 rows, and blocks of 8 features in grad_blocks
 EXAMPLE_MULTIPLE = 64   # rows of xt start on 256-byte boundaries; a multiple of the tile

@@ -18,11 +18,11 @@ from math import comb
 import numpy as np
 import pyopencl as cl
 
-from .device import choose_device, compiler_failure, list_devices, require_fp64
-from .kernels import kernel
+from ..device import choose_device, compiler_failure, list_devices, require_fp64
+from ..kernels import kernel
 from .outofcore import Stream, blocks
 from .subsets import unrank
-from .timeline import spans
+from ..timeline import spans
 
 
 def devices(spec=None, count=None):
@@ -384,7 +384,8 @@ def fill_repeated(out, base, threads=8):
 def best_tile(device, recorded=None):
     """Chapter 6's fastest register-tile shape for this device (its record),
     else the first of the fallbacks this device can run."""
-    from . import covariance as cv, tiles
+    from . import covariance as cv
+    from .. import tiles
 
     candidates = ([recorded] if recorded else []) + [cv.shape(128, 8, 8, 16, 2, 0), cv.DEFAULT_TILE]
     ok, _ = tiles.feasible(device, candidates, np.float32)
