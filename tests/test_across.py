@@ -181,3 +181,27 @@ def test_multi_rows_read_chapter_10_records(tmp_path):
                                                                              "data": data}))
     header, row = across.multi_rows(tmp_path)
     assert row == ["2 × NVIDIA H200", "400", "210", "1.90× (2.00×)", "2.00×", "0.90×"]
+
+
+def test_roofline_points_come_from_the_records(results):
+    for records in results.values():
+        roofs, points = ac.roofline(records)
+        if roofs is None:
+            continue
+        lim = ac.limits(records)
+        assert roofs["copy GB/s"] == lim["copy_gbs"] and roofs["FP32 GFLOP/s"] == lim["fp32_gflops"]
+        for p in points:
+            peak = roofs["FP64 GFLOP/s"] if p["chapter"].startswith("8.") else roofs["FP32 GFLOP/s"]
+            assert p["roof"] == pytest.approx(min(lim["copy_gbs"] * p["ai"], peak))
+            assert p["share"] == pytest.approx(p["gflops"] / p["roof"])
+        sums = {p["step"]: p for p in points if p["chapter"] == "3. Device-wide sum" and not p["vendor"]}
+        figures = ac.step_figures(ac.by_file("03_device_reduction"), records)
+        assert all(sums[s]["gflops"] == pytest.approx(0.25 * f) for s, f in figures.items())
+        assert not [p for p in points if p["step"].startswith("transpose")]  # no arithmetic: off the plot
+
+
+def test_roofline_draws_one_panel_per_device(results):
+    import matplotlib.pyplot as plt
+    fig = ap.plot_roofline(results)
+    assert len(fig.axes) == sum(1 for r in results.values() if ac.limits(r))
+    plt.close(fig)

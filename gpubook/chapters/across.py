@@ -297,3 +297,72 @@ def multi_rows(root=None):
                      f"{cov['1']['seconds'] / cov[g]['seconds']:.2f}× ({bound['1'] / bound[g]:.2f}×)",
                      f"{sub['1'] / sub[g]:.2f}×", f"{d['dask']['store_threads_s'] / d['dask']['seconds']:.2f}×"])
     return rows
+
+
+# ---- the roofline: every step at its arithmetic intensity ----
+
+def _per_iteration(d, step, figure):
+    return figure * 4 * d["J"] * d["K"] / 1e9  # 2 flops for the score, 2 for the gradient, per element of X
+
+
+_TRANSPOSE_AI = {"scores": 0.5, "gradient": 0.5, "iteration": 1.0, "transpose": None}
+
+# file: (flop per byte of the step's compulsory traffic, or None for no arithmetic;
+#        its GFLOP/s from its figure; what is counted)
+INTENSITY = {
+    **{f: (lambda d, s: 1.0, _per_iteration,
+           "an iteration: 4 flops per element of X (score and gradient), X read once (4 bytes)")
+       for f in ("01_loop_order", "02_work_items", "03_reduction", "04_vector_types")},
+    "03_device_reduction": (lambda d, s: 0.25, lambda d, s, f: 0.25 * f, "1 add per float read (4 bytes)"),
+    "05_transpose": (lambda d, s: _TRANSPOSE_AI[s.split(":")[0]],
+                     lambda d, s, f: f * (_TRANSPOSE_AI[s.split(":")[0]] or 0),
+                     "2 flops per element of X for scores or gradient, 4 for an iteration, per 4 bytes of X; "
+                     "a transpose does no arithmetic (off the plot)"),
+    "06_covariance": (lambda d, s: d["m"] * d["n"] * (d["n"] + 1) / (4 * d["m"] * d["n"] + 4 * d["n"] ** 2),
+                      lambda d, s, f: f, "the useful flops m·n·(n+1) per byte of X read and C written once"),
+    "07_scan": (lambda d, s: 0.125, lambda d, s, f: 0.125 * f, "1 add per float read and written (8 bytes)"),
+    "08_lsq": (lambda d, s: qr_flops(d["m"], d["n"]) / (16 * d["m"] * d["n"]), lambda d, s, f: f,
+               "the QR's flops per byte of the m x n float64 matrix read and written once"),
+}
+
+
+def roofline(records):
+    """One device's roofline: ({roof: GFLOP/s or GB/s}, [points]); each point is
+    a dict of chapter, step, ai (flop/byte), gflops, roof (the lower of the
+    bandwidth roof at that intensity and the arithmetic peak) and vendor."""
+    lim = limits(records)
+    if lim is None:
+        return None, []
+    fp64 = records.get("08_lsq", {}).get("data", {}).get("fp64_gflops")
+    roofs = {"copy GB/s": lim["copy_gbs"], "FP32 GFLOP/s": lim["fp32_gflops"], "FP64 GFLOP/s": fp64}
+    points = []
+    for c in present({"": records}):
+        if c.file not in records or c.file not in INTENSITY:
+            continue
+        ai_of, gflops_of, _ = INTENSITY[c.file]
+        d = records[c.file]["data"]
+        peak = fp64 if c.limit is FP64 else lim["fp32_gflops"]
+        found = [(s, s, f, False) for s, f in step_figures(c, records).items()]
+        v = vendor_figure(c, records)
+        if v is not None and found:  # the vendor's call does the last step's job
+            found.append((c.vendor.figure, found[-1][0], v, True))
+        for label, step, figure, vendor in found:
+            ai = ai_of(d, step)
+            if ai is None or peak is None:
+                continue
+            g = gflops_of(d, step, figure)
+            roof = min(lim["copy_gbs"] * ai, peak)
+            points.append({"chapter": c.title, "step": label, "ai": ai, "gflops": g, "roof": roof,
+                           "share": g / roof, "vendor": vendor})
+    return roofs, points
+
+
+def roofline_rows(results, at_least=0.9):
+    """The points at or above `at_least` of their roof, on every device."""
+    rows = [["device", "chapter", "step", "flop/byte", "GFLOP/s", "share of its roof"]]
+    for r in results.values():
+        for p in roofline(r)[1]:
+            if p["share"] >= at_least:
+                rows.append([name(r), p["chapter"], p["step"] + (" (vendor)" if p["vendor"] else ""),
+                             f"{p['ai']:.3g}", fmt(p["gflops"]), pct(p["share"])])
+    return rows

@@ -38,3 +38,44 @@ def plot_progress(results, ncols=3):
                fontsize=9, frameon=False)
     fig.tight_layout(rect=(0, 0.05, 1, 0.97))
     return fig
+
+
+def plot_roofline(results):
+    """One roofline per device with chapter 0's limits: the copy-bandwidth roof
+    (a line of slope 1) under the FP32 and FP64 peaks, and every chapter's steps
+    at their arithmetic intensity; the vendor libraries' points as stars."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from .across import roofline
+
+    devices = [(name(r), *roofline(r)) for r in results.values() if roofline(r)[0]]
+    fig, axes = plt.subplots(1, len(devices), figsize=(5.2 * len(devices), 4.6), squeeze=False)
+    chapters = list(dict.fromkeys(p["chapter"] for _, _, pts in devices for p in pts))
+    colours = {c: f"C{i}" for i, c in enumerate(chapters)}
+    handles = {}
+    for ax, (device, roofs, points) in zip(axes[0], devices):
+        x = np.logspace(-1.5, 4, 200)
+        bw = roofs["copy GB/s"]
+        for label, peak, style in (("FP32", roofs["FP32 GFLOP/s"], "-"), ("FP64", roofs["FP64 GFLOP/s"], "--")):
+            if peak:
+                handles[f"roof: copy bandwidth, then {label}"], = ax.plot(
+                    x, np.minimum(bw * x, peak), color="black", linestyle=style, linewidth=1)
+        for p in points:
+            h = ax.scatter(p["ai"], p["gflops"], color=colours[p["chapter"]], marker="*" if p["vendor"] else "o",
+                           s=90 if p["vendor"] else 22, edgecolor="black" if p["vendor"] else "none", zorder=3)
+            if not p["vendor"]:
+                handles.setdefault(p["chapter"], h)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("arithmetic intensity (flop per byte of compulsory traffic)")
+        ax.set_ylabel("GFLOP/s")
+        ax.set_title(f"{device}\ncopy {bw:,.0f} GB/s, FP32 {roofs['FP32 GFLOP/s']:,.0f} GFLOP/s", fontsize=10)
+        ax.grid(True, which="major", alpha=0.3)
+    from matplotlib.lines import Line2D
+    handles["the vendor's library for the chapter's last step"] = Line2D(
+        [], [], marker="*", linestyle="none", markersize=11, markerfacecolor="white", markeredgecolor="black")
+    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=3, fontsize=8, frameon=False,
+               bbox_to_anchor=(0.5, -0.02))
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
+    return fig
