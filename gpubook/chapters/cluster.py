@@ -261,32 +261,25 @@ def add_parts(*parts, spill=None):
     return _merged(parts, "sum", t0, _keep(s, spill), col)
 
 
-def finish_parts(*parts, m, spill=None):
-    """A task: the last sum and C = S/m - d dᵀ, as float32 (half the bytes to
-    send back), in a Part whose `s` is C."""
-    t0 = time.time()
-    c = multi.combine([(_array(p.s), p.col) for p in parts], m, out=np.empty(_array(parts[0].s).shape, np.float32))
-    return _merged(parts, "finish", t0, _keep(c, spill))
-
-
-def tree_sum(client, futures, m, spill=None, fan_in=2):
+def tree_sum(client, futures, spill=None, fan_in=2):
     """Reduce futures of Parts as a tree of add_parts tasks in a fixed order,
-    so that the result does not depend on which task finished first, ending in
-    one finish_parts task."""
+    so that the result does not depend on which task finished first, until at
+    most `fan_in` are left: the driver adds those and finishes C."""
     level = list(futures)
     while len(level) > fan_in:
         level = [client.submit(add_parts, *level[i:i + fan_in], spill=spill, pure=False)
                  if len(level[i:i + fan_in]) > 1 else level[i] for i in range(0, len(level), fan_in)]
-    return client.submit(finish_parts, *level, m=m, spill=spill, pure=False)
+    return level
 
 
 def covariance(client, path, tasks, budget, tile, fail_marker=None, spill=True):
-    """C (float32) of the store at `path` over the cluster: `tasks` row ranges,
-    each a task with GPU=1, their partials summed in float64 as a tree, C
-    finished on a worker. With `spill` every partial sum and C travel as files
-    in a folder beside the store, and Dask moves only their paths; without, Dask
-    sends the arrays. Returns (C, the root Part, with every task's span);
-    raises if any row was lost or counted twice."""
+    """C (float64) of the store at `path` over the cluster: `tasks` row ranges,
+    each a task with GPU=1, their partials summed in float64 as a tree, the
+    last sums and C = S/m - d dᵀ on the driver, as the threads path does. With
+    `spill` the partial sums travel as files in a folder beside the store, and
+    Dask moves only their paths; without, Dask sends the arrays. Returns (C, a
+    Part with every range counted and every task's span); raises if any row was
+    lost or counted twice."""
     probe = RowFile(path)
     m, n = probe.shape
     os.close(probe.fd)
@@ -300,13 +293,11 @@ def covariance(client, path, tasks, budget, tile, fail_marker=None, spill=True):
         edges = np.linspace(0, m, tasks + 1).astype(int)
         parts = [client.submit(covariance_part, path, int(a), int(b - a), shift, budget, tile, fail_marker, folder,
                                resources=GPU, pure=False) for a, b in zip(edges[:-1], edges[1:])]
-        root = tree_sum(client, parts, m, folder).result()
-        if spill:
-            c = RowFile(root.s)
-            with ThreadPoolExecutor(READERS) as pool:
-                root.s = c.read(0, np.empty(c.shape, np.float32), pool)
-            os.close(c.fd)
-        root.spans.append(("driver", "submitted → C in hand", t0, time.time()))
+        top = client.gather(tree_sum(client, parts, folder))
+        t1 = time.time()
+        c = multi.combine([(_array(p.s), p.col) for p in top], m)
+        root = Part(c, None, [r for p in top for r in p.ranges], [span for p in top for span in p.spans])
+        root.spans += [("driver", "waiting for the tasks", t0, t1), ("driver", "float64 sum", t1, time.time())]
     finally:
         if folder:
             shutil.rmtree(folder, ignore_errors=True)
