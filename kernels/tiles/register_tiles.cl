@@ -104,6 +104,16 @@ void register_tiles(__global const TYPE *restrict a, const int a_off, const int 
 #endif
     const int lid = get_local_id(0), tx = lid % TX, ty = lid / TX;
     const int i0 = bi * TM, j0 = bj * TN;
+#if TRIANGLE
+    // On a tile of the diagonal, a work-item's LV x LV block (hp, hq) with
+    // hp < hq holds only entries above the diagonal (rows and columns are
+    // spread alike, TX = TY): every work-item skips the same blocks.
+#if TX == TY
+    const bool diag = bi == bj;
+#else
+    const bool diag = false;
+#endif
+#endif
     const int k0 = k_begin + get_group_id(1) * k_chunk;
     const int k1 = min(k_end, k0 + k_chunk);
     __global const TYPE *pa = a + a_off + i0, *pb = b + b_off + j0;
@@ -148,10 +158,19 @@ void register_tiles(__global const TYPE *restrict a, const int a_off, const int 
             for (int h = 0; h < WN / LV; ++h)
                 SPLIT(lb[(s * K + k) * (TN / LV) + h * TX + tx], rb + LV * h)
 #pragma unroll
-            for (int p = 0; p < WM; ++p)
+            for (int hp = 0; hp < WM / LV; ++hp)
 #pragma unroll
-                for (int q = 0; q < WN; ++q)
-                    acc[p][q] = fma(ra[p], rb[q], acc[p][q]);
+                for (int hq = 0; hq < WN / LV; ++hq) {
+#if TRIANGLE
+                    if (diag && hp < hq)      // this block of the diagonal tile lies above it
+                        continue;
+#endif
+#pragma unroll
+                    for (int p = hp * LV; p < (hp + 1) * LV; ++p)
+#pragma unroll
+                        for (int q = hq * LV; q < (hq + 1) * LV; ++q)
+                            acc[p][q] = fma(ra[p], rb[q], acc[p][q]);
+                }
         }
 #if STAGES == 1
         barrier(CLK_LOCAL_MEM_FENCE);
