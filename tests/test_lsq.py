@@ -150,17 +150,23 @@ def test_collinear_subsets_are_infinite_and_bad_k_refused(cl_env):
         lsq.SubsetSearch(ctx, queue, 4, 5)
 
 
+def check_weighted_in_blocks(qr):
+    """A factorisation of 37 columns, fed 230 weighted rows in blocks of 100,
+    against the row-by-row float64 reference: the factor, D and the nested RSS."""
+    x, y = lsq.make_problem(230, 37, seed=21)
+    w = np.random.default_rng(22).uniform(0.1, 4.0, 230)
+    ref = lsq.includ_reference(x, y, w)
+    got = qr.add(x, y, w).factor()
+    assert lsq.factor_error(got, x, w) < 1e-13
+    assert np.allclose(got.d, ref.d, rtol=1e-11)
+    assert np.allclose(got.rss_nested(), ref.rss_nested(), rtol=1e-10, atol=0)
+
+
 @pytest.mark.parametrize("nb", [8, 16, 32])
 def test_blocked_householder_matches_the_reference(cl_env, nb):
     """Step 3 in several blocks of rows, weighted, with n not a multiple of the panel width."""
     _, ctx, queue = cl_env
-    x, y = lsq.make_problem(230, 37, seed=21)
-    w = np.random.default_rng(22).uniform(0.1, 4.0, 230)
-    ref = lsq.includ_reference(x, y, w)
-    got = lsq.BlockedQR(ctx, queue, 37, nb=nb, block_rows=100).add(x, y, w).factor()
-    assert lsq.factor_error(got, x, w) < 1e-13
-    assert np.allclose(got.d, ref.d, rtol=1e-11)
-    assert np.allclose(got.rss_nested(), ref.rss_nested(), rtol=1e-10, atol=0)
+    check_weighted_in_blocks(lsq.BlockedQR(ctx, queue, 37, nb=nb, block_rows=100))
 
 
 def test_blocked_continues_a_factorisation_and_timing_helpers(cl_env):
@@ -184,14 +190,8 @@ def test_tiled_householder_matches_the_reference(cl_env, nb, outer, rpi):
     """Step 5 in several blocks of rows, weighted; n is no multiple of either panel,
     and the last outer panel is narrower than the others (or the only one)."""
     _, ctx, queue = cl_env
-    x, y = lsq.make_problem(230, 37, seed=21)
-    w = np.random.default_rng(22).uniform(0.1, 4.0, 230)
-    ref = lsq.includ_reference(x, y, w)
-    got = lsq.TiledQR(ctx, queue, 37, nb=nb, outer=outer, block_rows=100, shape=SMALL_TILE, chunk=32,
-                      rows_per_item=rpi).add(x, y, w).factor()
-    assert lsq.factor_error(got, x, w) < 1e-13
-    assert np.allclose(got.d, ref.d, rtol=1e-11)
-    assert np.allclose(got.rss_nested(), ref.rss_nested(), rtol=1e-10, atol=0)
+    check_weighted_in_blocks(lsq.TiledQR(ctx, queue, 37, nb=nb, outer=outer, block_rows=100, shape=SMALL_TILE,
+                                         chunk=32, rows_per_item=rpi))
 
 
 def test_tiled_equals_blocked_and_times_its_products(cl_env):
