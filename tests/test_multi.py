@@ -123,8 +123,8 @@ def test_store_reads_the_rows_back(store, data):
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(3) as pool:
         f.read(100, out, pool, piece=1000)
-    os.close(f.fd)
-    assert np.array_equal(out, x[100:137])
+    f.close()
+    assert np.array_equal(out, x[100:137]) and np.array_equal(f.first, x[0])
 
 
 def test_store_refuses_the_wrong_shape_or_type(tmp_path, store, data):

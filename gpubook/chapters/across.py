@@ -336,7 +336,7 @@ def roofline(records):
     fp64 = records.get("08_lsq", {}).get("data", {}).get("fp64_gflops")
     roofs = {"copy GB/s": lim["copy_gbs"], "FP32 GFLOP/s": lim["fp32_gflops"], "FP64 GFLOP/s": fp64}
     points = []
-    for c in present({"": records}):
+    for c in CHAPTERS:
         if c.file not in records or c.file not in INTENSITY:
             continue
         ai_of, gflops_of, _ = INTENSITY[c.file]

@@ -49,7 +49,8 @@ def plot_roofline(results):
 
     from .across import roofline
 
-    devices = [(name(r), *roofline(r)) for r in results.values() if roofline(r)[0]]
+    devices = [(name(r), *roofline(r)) for r in results.values()]
+    devices = [d for d in devices if d[1]]
     fig, axes = plt.subplots(1, len(devices), figsize=(5.2 * len(devices), 4.6), squeeze=False)
     chapters = list(dict.fromkeys(p["chapter"] for _, _, pts in devices for p in pts))
     colours = {c: f"C{i}" for i, c in enumerate(chapters)}

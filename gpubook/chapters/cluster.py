@@ -31,7 +31,12 @@ from ..device import DeviceChoiceError, choose_device, pinned_empty
 from .outofcore import Stream, blocks, plan_rows
 
 GPU = {"GPU": 1}
-READERS = 8  # threads per device reading the store into pinned memory, unless told
+READERS = 8  # threads per device reading the store into pinned memory, at least
+
+
+def readers(devices):
+    """Reader threads per device: the host's cores shared between its devices."""
+    return max(READERS, (os.cpu_count() or 1) // devices)
 _device = None  # this worker process's device, opened by OpenCLWorker
 
 
@@ -71,8 +76,12 @@ class RowFile:
             raise ValueError(f"{path} holds {mm.dtype} data of shape {mm.shape}; expected C-ordered "
                              f"float32 rows with {want}")
         self.path, self.shape, self.offset = path, mm.shape, mm.offset
+        self.first = np.array(mm[0]) if mm.shape[0] else None  # the first observation: the shift
         del mm
         self.fd = os.open(path, os.O_RDONLY)
+
+    def close(self):
+        os.close(self.fd)
 
     def read(self, i0, out, pool, piece=8 << 20):
         """Fill `out` (rows x n float32, C-contiguous) with rows i0, i0 + 1, ..."""
@@ -105,11 +114,11 @@ class WorkerDevice:
     """What a worker keeps for its lifetime: its device, a context and queues,
     streams with their pinned staging, open store files, reader threads."""
 
-    def __init__(self, spec=None, readers=READERS):
+    def __init__(self, spec=None, threads_read=READERS):
         device = choose_device(spec)
         self.lane, self.name = multi.Lane(device), device.name.strip()
         self.streams, self.files = {}, {}
-        self.pool = ThreadPoolExecutor(readers)
+        self.pool = ThreadPoolExecutor(threads_read)
 
     def stream(self, n, budget, tile):
         key = (n, budget, tuple(sorted(tile.items())))
@@ -132,14 +141,14 @@ class OpenCLWorker(WorkerPlugin):
 
     name = "gpubook-opencl"
 
-    def __init__(self, specs=None, readers=READERS):
-        self.specs, self.readers = (list(specs) if specs else None), readers
+    def __init__(self, specs=None, threads_read=READERS):
+        self.specs, self.threads_read = (list(specs) if specs else None), threads_read
 
     def setup(self, worker):
         global _device
         spec = self.specs[_index(worker.name) % len(self.specs)] if self.specs else None
         try:
-            _device = WorkerDevice(spec, self.readers)
+            _device = WorkerDevice(spec, self.threads_read)
         except DeviceChoiceError as err:
             raise DeviceChoiceError(f"worker {worker.name} ({worker.address}) has no usable OpenCL device: "
                                     f"{err}") from None
@@ -173,16 +182,16 @@ def start(address=None, workers=None, spec=None, timeout=10, threads=2):
                 f"no Dask scheduler answered at {address} within {timeout} s ({type(err).__name__}). "
                 f"Start one with `dask scheduler`, and on each GPU host one `dask worker {address} "
                 "--resources GPU=1 --nthreads 2` per GPU, with PYOPENCL_CTX naming that GPU") from None
-        specs, readers = None, READERS
+        specs, threads_read = None, READERS
     else:
         devs = multi.devices(spec)
         specs = multi.specs(devs)
-        readers = max(READERS, (os.cpu_count() or 1) // (workers or len(devs)))
+        threads_read = readers(workers or len(devs))
         cluster = LocalCluster(n_workers=workers or len(devs), threads_per_worker=threads, processes=True,
                                resources=GPU, dashboard_address=":0", silence_logs=logging.ERROR)
         client = Client(cluster, timeout=timeout)
     try:
-        client.register_plugin(OpenCLWorker(specs, readers))
+        client.register_plugin(OpenCLWorker(specs, threads_read))
         client.wait_for_workers(1, timeout=timeout)
     except Exception:
         stop(client)
@@ -281,12 +290,12 @@ def covariance(client, path, tasks, budget, tile, fail_marker=None, spill=True):
     Part with every range counted and every task's span); raises if any row was
     lost or counted twice."""
     probe = RowFile(path)
+    probe.close()
     m, n = probe.shape
-    os.close(probe.fd)
     if not 1 <= tasks <= m:
         raise ValueError(f"tasks must be 1 to m = {m:,}, not {tasks}")
     plan_rows(budget, n)  # a budget too small for one block is refused here, not on every worker
-    shift = np.array(np.load(path, mmap_mode="r")[0], np.float32)
+    shift = probe.first
     folder = tempfile.mkdtemp(prefix="gpubook-parts-", dir=os.path.dirname(os.path.abspath(path))) if spill else None
     try:
         t0 = time.time()
@@ -325,13 +334,12 @@ class StoreReader:
     def __init__(self, lanes, path, n, rows):
         self.files = [RowFile(path, n) for _ in lanes]
         self.staging = [pinned_empty(lane.ctx, lane.queue, (2, rows, n)) for lane in lanes]
-        readers = max(READERS, (os.cpu_count() or 1) // len(lanes))
-        self.pools = [ThreadPoolExecutor(readers) for _ in lanes]
+        self.pools = [ThreadPoolExecutor(readers(len(lanes))) for _ in lanes]
 
     def __call__(self, k, i0, rows, slot):
         return self.files[k].read(i0, self.staging[k][slot][:rows], self.pools[k])
 
     def close(self):
         for f, pool in zip(self.files, self.pools):
-            os.close(f.fd)
+            f.close()
             pool.shutdown()

@@ -80,6 +80,7 @@ class Stream:
         self.partial = cl.Buffer(ctx, mf.READ_WRITE, f * SUM_ROWS * n)
         self.sums, self.shift, self.d = (cl.Buffer(ctx, mf.READ_WRITE, f * n) for _ in range(3))
         self.zeros = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.zeros(n, np.float32))
+        self.s_host = None
 
     def begin(self, shift):
         """Start a sum over blocks of rows shifted by `shift` (n floats)."""
@@ -135,7 +136,7 @@ class Stream:
         n = self.n
         if self.count == 0:
             return np.zeros((n, n), np.float32), np.zeros(n)
-        if getattr(self, "s_host", None) is None:
+        if self.s_host is None:  # pinned on first use: run() does not need it
             self.s_host = pinned_empty(self.ctx, self.queue, (n, n))
         partial = np.empty((SUM_ROWS, n), np.float32)
         cl.enqueue_copy(self.queue, partial, self.partial)
