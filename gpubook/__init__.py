@@ -4,8 +4,8 @@ Chapters import from here so that the notebooks stay about ideas:
 device choice, kernel building, event timing and sweeps, problem scale,
 plots and recorded results.
 """
-from .device import (DeviceChoiceError, check_work_group, choose_device, device_kind, device_summary,
-                     has_fp64, list_devices, make_queue, open_device, require_fp64)
+from .device import (DeviceChoiceError, chapter_needs_fp64, check_work_group, choose_device, device_kind,
+                     device_summary, has_fp64, list_devices, make_queue, open_device, require_fp64)
 from .kernels import KernelBuildError, build, kernel, show_kernel
 from .limits import copy_gbs, fp32_gflops, fp64_gflops, h2d_gbs
 from .plot import plot_sweep, plot_time_bars
@@ -16,7 +16,7 @@ from .tiles import TileError, label as tile_label
 from .timing import Timing, event_seconds, stats, sweep, table, time_events
 
 __all__ = [
-    "DeviceChoiceError", "check_work_group", "choose_device", "device_kind", "device_summary", "has_fp64",
+    "DeviceChoiceError", "chapter_needs_fp64", "check_work_group", "choose_device", "device_kind", "device_summary", "has_fp64",
     "list_devices", "make_queue", "open_device", "require_fp64",
     "KernelBuildError", "build", "kernel", "show_kernel", "copy_gbs", "fp32_gflops", "fp64_gflops", "h2d_gbs",
     "plot_sweep", "plot_time_bars", "TileError", "tile_label",

@@ -171,7 +171,20 @@ def check_work_group(device, size, local_bytes=0):
 
 def require_fp64(device):
     if not has_fp64(device):
-        raise ValueError(f"{device.name.strip()} has no fp64 support (cl_khr_fp64)")
+        raise ValueError(fp64_missing(device))
+
+
+def fp64_missing(device):
+    return f"{device.name.strip()} has no fp64 support (cl_khr_fp64)"
+
+
+def chapter_needs_fp64(device):
+    """A chapter that computes in double precision calls this first: on a device
+    without fp64 it prints why and every later cell of the notebook does nothing."""
+    from .show import end_chapter
+
+    if not has_fp64(device):
+        end_chapter(fp64_missing(device))
 
 
 def pinned_empty(ctx, queue, shape, dtype=np.float32):

@@ -31,3 +31,22 @@ def glue(**values):
         text = repr(float(value)) if isinstance(value, numbers.Real) else str(value)
         display({GLUE_PREFIX + "text/plain": text}, raw=True,
                 metadata={"scrapbook": {"name": name, "mime_prefix": GLUE_PREFIX}})
+
+
+def end_chapter(reason):
+    """Say why this chapter cannot go on here, and make every later cell of the
+    notebook do nothing, so a reader (or nbval) sees one clear message rather
+    than a cascade of NameErrors. Outside a notebook it raises instead."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        shell = None
+    else:
+        shell = get_ipython()
+    if shell is None:
+        raise RuntimeError(reason)
+    print(f"This chapter ends here: {reason}.\n"
+          "Every later cell does nothing; restart the kernel on another device to run them.")
+    if not getattr(shell, "_gpubook_ended", False):
+        shell.input_transformers_cleanup.append(lambda lines: ["pass\n"])
+        shell._gpubook_ended = True

@@ -45,3 +45,24 @@ def test_kernels_shown_exist(path):
     for cell in code_cells(path):
         for rel in re.findall(r'"([\w/]+\.cl)"', cell.source):
             assert (ROOT / "kernels" / rel).exists(), rel
+
+
+def test_end_chapter_turns_later_cells_into_no_ops():
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("from gpubook.show import end_chapter\nend_chapter('no fp64 here')"),
+        nbformat.v4.new_code_cell("undefined_name + 1"),
+        nbformat.v4.new_code_cell("print('never')"),
+    ])
+    NotebookClient(nb, timeout=120).execute()
+    first, second, third = (c.outputs for c in nb.cells)
+    assert "This chapter ends here: no fp64 here." in first[0]["text"]
+    assert second == [] and third == []
+
+
+def test_end_chapter_raises_outside_a_notebook():
+    from gpubook.show import end_chapter
+
+    with pytest.raises(RuntimeError, match="no fp64 here"):
+        end_chapter("no fp64 here")
