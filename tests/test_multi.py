@@ -205,3 +205,19 @@ def test_a_task_on_a_worker_without_the_plugin_says_so():
             cluster.worker_device()
     finally:
         cluster._device = saved
+
+
+def test_best_tile_builds_here_or_names_every_reason(lanes, monkeypatch):
+    from gpubook import tiles
+
+    lane = lanes[0]
+    shape = multi.best_tile(lane.ctx, lane.device)
+    assert tiles.get_kernel(lane.ctx, lane.device, shape, np.float32, triangle=True) is not None
+
+    def too_few(ctx, device, shape, *args, **kw):
+        raise tiles.TileError(f"{tiles.label(shape)}: the built kernel allows 32 work-items")
+
+    monkeypatch.setattr(tiles, "get_kernel", too_few)
+    with pytest.raises(tiles.TileError, match="can run none") as err:
+        multi.best_tile(lane.ctx, lane.device)
+    assert str(err.value).count("allows 32 work-items") == len(cv.SWEEP)

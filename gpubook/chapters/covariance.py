@@ -83,11 +83,12 @@ def check(c, ref, tol):
 
 # Step 4's sweep: what each row changes against the one before it is the
 # chapter's story (a bigger tile, more work per work-item, longer chunks, two
-# local buffers, loads issued when needed instead of a chunk ahead).
-SWEEP = [(64, 4, 4, 16, 1, 1), (64, 8, 8, 16, 1, 1), (128, 8, 8, 16, 1, 1), (128, 8, 8, 8, 1, 1),
-         (128, 8, 8, 32, 1, 1), (128, 8, 16, 16, 1, 1), (128, 16, 8, 16, 1, 1), (128, 8, 16, 8, 1, 1),
-         (128, 8, 8, 16, 2, 1), (128, 8, 16, 16, 2, 1), (128, 8, 8, 16, 1, 0), (128, 8, 8, 16, 2, 0),
-         (128, 8, 8, 32, 2, 0)]
+# local buffers, loads issued when needed instead of a chunk ahead). The first,
+# 32 work-items, is for devices whose built kernel allows few (Mesa's llvmpipe: 32).
+SWEEP = [(32, 4, 8, 16, 1, 1), (64, 4, 4, 16, 1, 1), (64, 8, 8, 16, 1, 1), (128, 8, 8, 16, 1, 1),
+         (128, 8, 8, 8, 1, 1), (128, 8, 8, 32, 1, 1), (128, 8, 16, 16, 1, 1), (128, 16, 8, 16, 1, 1),
+         (128, 8, 16, 8, 1, 1), (128, 8, 8, 16, 2, 1), (128, 8, 16, 16, 2, 1), (128, 8, 8, 16, 1, 0),
+         (128, 8, 8, 16, 2, 0), (128, 8, 8, 32, 2, 0)]
 
 
 # Pairs of sweep rows that differ in one thing: (what changed, before, after).
@@ -103,7 +104,7 @@ def shape(tb, wm, wn, k, stages=1, prefetch=1):
     return {"TM": tb, "TN": tb, "WM": wm, "WN": wn, "K": k, "STAGES": stages, "PREFETCH": prefetch}
 
 
-DEFAULT_TILE = shape(64, 4, 4, 16)  # step 4's shape until a sweep picks one
+DEFAULT_TILE = shape(64, 4, 4, 16)  # step 4's shape until a sweep picks one, where it runs
 
 
 def tile_shapes(device, candidates=SWEEP):
@@ -113,6 +114,23 @@ def tile_shapes(device, candidates=SWEEP):
     ok, skipped = tiles.feasible(device, padded, np.float32)
     pad = f"the tile must divide the padding ({COL_PAD} columns, {ROW_PAD} rows)"
     return ok, [(s, pad) for s in shapes if s not in padded] + skipped
+
+
+def runnable_tile(ctx, device, preferred=()):
+    """The first of the preferred shapes, then DEFAULT_TILE, then the sweep's, whose
+    kernel builds here with the work-items it needs (TileError naming every reason if none)."""
+    first = [(s["TM"], s["WM"], s["WN"], s["K"], s.get("STAGES", 1), s.get("PREFETCH", 1))
+             for s in [*preferred, DEFAULT_TILE]]
+    ok, skipped = tile_shapes(device, list(dict.fromkeys(first + SWEEP)))
+    for s in ok:
+        try:
+            tiles.get_kernel(ctx, device, s, np.float32, triangle=True, check=False,
+                             gv=tiles.vector_width(np.float32))
+            return s
+        except tiles.TileError as err:
+            skipped.append((s, str(err).split(": ", 1)[-1]))
+    raise tiles.TileError(f"{device.name.strip()} can run none of chapter 6's register-tile shapes:\n" +
+                          "\n".join(f"  {tiles.label(s)}: {why}" for s, why in skipped))
 
 
 def launch_col_sums(queue, x, shift, partial, m, n, accumulate=False, rows=SUM_ROWS, wait_for=None):
@@ -169,7 +187,7 @@ class Covariance:
         zeros = np.zeros(n, np.float32)
         self.zeros = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=zeros)
         self.d = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=zeros)
-        self.tile = dict(DEFAULT_TILE)
+        self.tile = runnable_tile(ctx, self.device)
 
     def upload(self, x):
         if x.shape != (self.m, self.n) or x.dtype != np.float32:

@@ -382,19 +382,14 @@ def fill_repeated(out, base, threads=8):
     return out
 
 
-def best_tile(device):
-    """Chapter 6's fastest register-tile shape for this device (its record),
-    else the first of the fallbacks this device can run."""
+def best_tile(ctx, device):
+    """Chapter 6's fastest register-tile shape for this device (its record), else
+    the first fallback whose kernel builds here (covariance.runnable_tile)."""
     from . import covariance as cv
-    from .. import tiles
     from ..records import device_slug, load_results
 
     recorded = load_results("06_covariance").get(device_slug(device), {}).get("data", {}).get("best_tile")
-    candidates = ([recorded] if recorded else []) + [cv.shape(128, 8, 8, 16, 2, 0), cv.DEFAULT_TILE]
-    ok, _ = tiles.feasible(device, candidates, np.float32)
-    if not ok:
-        raise ValueError(f"{device.name.strip()} can run none of the register-tile shapes {candidates}")
-    return ok[0]
+    return cv.runnable_tile(ctx, device, ([recorded] if recorded else []) + [cv.shape(128, 8, 8, 16, 2, 0)])
 
 
 class Group:
