@@ -80,10 +80,13 @@ def plot_time_bars(runs, title, device_name, ax=None):
     if ax is None:
         _, ax = plt.subplots(figsize=(7.5, 0.45 * len(runs) + 2.4))
     names = list(dict.fromkeys(k for by_kernel in runs.values() for k in by_kernel))
+    colours = plt.get_cmap("tab10" if len(names) <= 10 else "tab20").colors   # one per kernel, none repeated
+    if len(names) > len(colours):
+        raise ValueError(f"{len(names)} kernels, but only {len(colours)} distinct colours")
     left = np.zeros(len(runs))
-    for name in names:
+    for name, colour in zip(names, colours):
         secs = np.array([by_kernel.get(name, 0.0) for by_kernel in runs.values()])
-        ax.barh(list(runs), secs, left=left, label=name)
+        ax.barh(list(runs), secs, left=left, label=name, color=colour)
         left += secs
     ax.set_xlabel("device time of one factorisation, seconds (sum of kernel events)")
     ax.set_title(f"{title}\n{device_name}", fontsize=11)

@@ -68,3 +68,14 @@ def test_plot_renders_without_warnings():
     assert other.get_color() == mine.get_color() and other.get_alpha() < 1 and other.get_linestyle() == "--"
     assert ax.get_xlabel() == "n (items)" and "Dev" in ax.get_title()
     plt.close(ax.figure)
+
+
+def test_time_bars_give_every_kernel_its_own_colour():
+    runs = {f"run {r}": {f"kernel {k}": 0.01 * (k + 1) for k in range(14)} for r in range(3)}
+    ax = gb.plot_time_bars(runs, "fourteen kernels", "a device")
+    colours = [h.patches[0].get_facecolor() for h in ax.containers]
+    assert len(colours) == 14 and len(set(colours)) == 14
+    plt.close(ax.figure)
+    with pytest.raises(ValueError, match="21 kernels"):
+        gb.plot_time_bars({"run": {f"kernel {k}": 1.0 for k in range(21)}}, "too many", "a device")
+    plt.close("all")
