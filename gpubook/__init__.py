@@ -16,8 +16,8 @@ from .tiles import TileError, label as tile_label
 from .timing import Timing, event_seconds, stats, sweep, table, time_events
 
 __all__ = [
-    "DeviceChoiceError", "chapter_needs_fp64", "check_work_group", "choose_device", "device_kind", "device_summary", "has_fp64",
-    "list_devices", "make_queue", "open_device", "require_fp64",
+    "DeviceChoiceError", "chapter_needs_fp64", "check_work_group", "choose_device", "device_kind",
+    "device_summary", "has_fp64", "list_devices", "make_queue", "open_device", "require_fp64",
     "KernelBuildError", "build", "kernel", "show_kernel", "copy_gbs", "fp32_gflops", "fp64_gflops", "h2d_gbs",
     "plot_sweep", "plot_time_bars", "TileError", "tile_label",
     "device_slug", "load_results", "other_devices", "record", "recorded_limits",
