@@ -66,3 +66,28 @@ def test_end_chapter_raises_outside_a_notebook():
 
     with pytest.raises(RuntimeError, match="no fp64 here"):
         end_chapter("no fp64 here")
+
+
+@pytest.mark.parametrize("fp64", [True, False])
+def test_nbval_skips_fp64_chapters_only_on_a_device_without_it(tmp_path, monkeypatch, fp64):
+    import importlib.util
+    from types import SimpleNamespace
+
+    from gpubook import device as devmod
+
+    spec = importlib.util.spec_from_file_location("root_conftest", ROOT / "conftest.py")
+    root_conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(root_conftest)
+    needs, plain = tmp_path / "08.ipynb", tmp_path / "05.ipynb"
+    needs.write_text("gb.chapter_needs_fp64(device)")
+    plain.write_text("print(1)")
+    items = [SimpleNamespace(fspath=p, marks=[]) for p in (needs, needs, plain)]
+    for item in items:
+        item.add_marker = item.marks.append
+    fake = SimpleNamespace(name="llvmpipe ", double_fp_config=int(fp64), extensions="")
+    monkeypatch.setattr(devmod, "choose_device", lambda: fake)
+    root_conftest.pytest_collection_modifyitems(None, items)
+    skipped = [bool(i.marks) for i in items]
+    assert skipped == ([False, False, False] if fp64 else [True, True, False])
+    if not fp64:
+        assert items[0].marks[0].kwargs["reason"] == "llvmpipe has no fp64 support (cl_khr_fp64)"

@@ -88,3 +88,11 @@ def test_default_choice_skips_a_device_that_cannot_compile(monkeypatch):
 
 def test_the_chosen_device_compiles():
     assert devmod.compiler_failure(gb.choose_device()) is None
+
+
+def test_chapter_needs_fp64_stops_only_without_it():
+    with_fp64 = SimpleNamespace(name="a GPU ", double_fp_config=1, extensions="cl_khr_fp64")
+    without = SimpleNamespace(name="llvmpipe ", double_fp_config=0, extensions="cl_khr_icd")
+    assert gb.chapter_needs_fp64(with_fp64) is None
+    with pytest.raises(RuntimeError, match=r"^llvmpipe has no fp64 support \(cl_khr_fp64\)$"):
+        gb.chapter_needs_fp64(without)      # outside a notebook it raises; inside, later cells do nothing
