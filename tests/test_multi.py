@@ -127,6 +127,17 @@ def test_store_reads_the_rows_back(store, data):
     assert np.array_equal(out, x[100:137]) and np.array_equal(f.first, x[0])
 
 
+def test_threads_reading_the_store_match_and_its_rate_is_measured(lanes, store, data):
+    x, ref = data
+    mc = multi.Covariance(lanes, x.shape[1], oc.stream_bytes(x.shape[1], 128), TILE, m=len(x))
+    read = cluster.StoreReader(lanes, store, x.shape[1], mc.rows)
+    try:
+        assert cv.error(mc.run(x, 2, read=read), ref) < TOL
+        assert 0 < read.rate(blocks=3) < float("inf")
+    finally:
+        read.close()
+
+
 def test_store_refuses_the_wrong_shape_or_type(tmp_path, store, data):
     x, _ = data
     with pytest.raises(ValueError, match="expected C-ordered float32 rows with n = 73 columns"):

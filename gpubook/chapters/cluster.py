@@ -339,6 +339,25 @@ class StoreReader:
     def __call__(self, k, i0, rows, slot):
         return self.files[k].read(i0, self.staging[k][slot][:rows], self.pools[k])
 
+    def rate(self, blocks=8):
+        """GB/s at which every device's reader threads, all at once and with no
+        device work, fill their staging from the store: the store path's own bound."""
+        rows = self.staging[0].shape[1]
+        m, n = self.files[0].shape
+        count = max(1, min(blocks, m // rows))
+        starts = [(b * rows) % max(1, m - rows + 1) for b in range(len(self.files) * count)]
+
+        def take(k):
+            for b in range(count):
+                self(k, starts[k * count + b], min(rows, m), b % 2)
+
+        take(0)                                  # the reader threads start once, outside the timing
+        with ThreadPoolExecutor(len(self.files)) as drivers:
+            t0 = time.perf_counter()
+            list(drivers.map(take, range(len(self.files))))
+            seconds = time.perf_counter() - t0
+        return len(self.files) * count * min(rows, m) * n * 4 / seconds / 1e9
+
     def close(self):
         for f, pool in zip(self.files, self.pools):
             f.close()
