@@ -92,6 +92,13 @@ def get_kernel(ctx, device, shape, dtype, triangle=False, check=True, gv=1):
     return k
 
 
+def launch_kernel(ctx, device, shape, dtype, triangle=False, aligned=False):
+    """The kernel that launch() runs for these arguments (TileError where it cannot run):
+    aligned products drop the bounds checks and load vectors from global memory."""
+    return get_kernel(ctx, device, shape, dtype, triangle=triangle, check=not aligned,
+                      gv=vector_width(dtype) if aligned else 1)
+
+
 def launch(queue, shape, dtype, a, a_off, lda, b, b_off, ldb, c, c_off, ldc, m, n, k_begin, k_end,
            k_chunk=None, c_stride=0, alpha=1.0, accumulate=False, triangle=False, aligned=False,
            wait_for=None):
@@ -111,8 +118,7 @@ def launch(queue, shape, dtype, a, a_off, lda, b, b_off, ldb, c, c_off, ldc, m, 
         raise ValueError(f"aligned products need m, n multiples of {tm}, {tn} and rows of {kk}")
     if triangle and (m != n or tm != tn):
         raise ValueError("the triangle needs a square C and square tiles")
-    k = get_kernel(queue.context, queue.device, shape, dtype, triangle=triangle, check=not aligned,
-                   gv=vector_width(dtype) if aligned else 1)
+    k = launch_kernel(queue.context, queue.device, shape, dtype, triangle, aligned)
     tiles_y, tiles_x = -(-m // tm), -(-n // tn)
     groups = tiles_x * (tiles_x + 1) // 2 if triangle else tiles_y * tiles_x
     chunks = max(1, -(-rows // k_chunk))

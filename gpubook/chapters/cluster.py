@@ -37,6 +37,8 @@ READERS = 8  # threads per device reading the store into pinned memory, at least
 def readers(devices):
     """Reader threads per device: the host's cores shared between its devices."""
     return max(READERS, (os.cpu_count() or 1) // devices)
+
+
 _device = None  # this worker process's device, opened by OpenCLWorker
 
 
@@ -342,21 +344,20 @@ class StoreReader:
     def rate(self, blocks=8):
         """GB/s at which every device's reader threads, all at once and with no
         device work, fill their staging from the store: the store path's own bound."""
-        rows = self.staging[0].shape[1]
         m, n = self.files[0].shape
+        rows = min(self.staging[0].shape[1], m)
         count = max(1, min(blocks, m // rows))
-        starts = [(b * rows) % max(1, m - rows + 1) for b in range(len(self.files) * count)]
 
-        def take(k):
+        def take(k):                             # device k's blocks, spread over the store
             for b in range(count):
-                self(k, starts[k * count + b], min(rows, m), b % 2)
+                self(k, (k * count + b) * rows % (m - rows + 1), rows, b % 2)
 
         take(0)                                  # the reader threads start once, outside the timing
         with ThreadPoolExecutor(len(self.files)) as drivers:
             t0 = time.perf_counter()
             list(drivers.map(take, range(len(self.files))))
             seconds = time.perf_counter() - t0
-        return len(self.files) * count * min(rows, m) * n * 4 / seconds / 1e9
+        return len(self.files) * count * rows * n * 4 / seconds / 1e9
 
     def close(self):
         for f, pool in zip(self.files, self.pools):

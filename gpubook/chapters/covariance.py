@@ -124,8 +124,7 @@ def runnable_tile(ctx, device, preferred=()):
     ok, skipped = tile_shapes(device, list(dict.fromkeys(first + SWEEP)))
     for s in ok:
         try:
-            tiles.get_kernel(ctx, device, s, np.float32, triangle=True, check=False,
-                             gv=tiles.vector_width(np.float32))
+            tiles.launch_kernel(ctx, device, s, np.float32, triangle=True, aligned=True)  # as launch_tiles
             return s
         except tiles.TileError as err:
             skipped.append((s, str(err).split(": ", 1)[-1]))
