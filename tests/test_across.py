@@ -175,12 +175,16 @@ def test_multi_rows_read_chapter_10_records(tmp_path):
     from gpubook.chapters import across
     data = {"devices": 2, "covariance": {"1": {"seconds": 0.4}, "2": {"seconds": 0.21}},
             "compute_bound_s": {"1": 0.4, "2": 0.2}, "transfer_bound_s": {"1": 0.3, "2": 0.19},
-            "subsets": {"seconds": {"1": 1.4, "2": 0.7}}, "dask": {"seconds": 0.5, "store_threads_s": 0.45}}
+            "subsets": {"seconds": {"1": 1.4, "2": 0.7}}, "dask": {"seconds": 0.5, "store_threads_s": 0.45, "held_s": 0.22}}
     (tmp_path / "2-nvidia-h200").mkdir()
     (tmp_path / "2-nvidia-h200" / "10_multi_gpu.json").write_text(json.dumps({"device": "2 × NVIDIA H200",
                                                                              "data": data}))
     header, row = across.multi_rows(tmp_path)
-    assert row == ["2 × NVIDIA H200", "400", "210", "1.90× (2.00×)", "2.00×", "0.90×"]
+    assert row == ["2 × NVIDIA H200", "400", "210", "1.90× (2.00×)", "2.00×", "0.95×", "0.90×"]
+    del data["dask"]["held_s"]  # a record from before the held rows
+    (tmp_path / "2-nvidia-h200" / "10_multi_gpu.json").write_text(json.dumps({"device": "2 × NVIDIA H200",
+                                                                             "data": data}))
+    assert across.multi_rows(tmp_path)[1][5] == "—"
 
 
 def test_roofline_points_come_from_the_records(results):

@@ -185,6 +185,39 @@ def test_dask_recovers_a_killed_worker_exactly(client, store, data, tmp_path):
     client.wait_for_workers(2, timeout=30)
 
 
+def test_rows_held_by_the_workers_give_the_store_s_result(client, store, data):
+    x, ref = data
+    budget = oc.stream_bytes(x.shape[1], 128)
+    c, _ = cluster.covariance(client, store, 4, budget, TILE)
+    held = cluster.Held(client, store, 4)
+    try:
+        holders = [w for ws in client.who_has(held.futures).values() for w in ws]
+        assert len(set(holders)) == 2 and len(holders) == 4  # spread over both workers, each range once
+        c_held, root = cluster.covariance(client, store, 4, budget, TILE, held=held)
+        assert np.array_equal(c, c_held)  # the same rows, blocks and tree of sums
+        multi.check_rows(root.ranges, len(x))
+        with pytest.raises(ValueError, match="the held rows are 4 ranges"):
+            cluster.covariance(client, store, 3, budget, TILE, held=held)
+    finally:
+        held.release()
+
+
+def test_rows_held_by_a_killed_worker_are_read_again(client, store, data, tmp_path):
+    x, _ = data
+    budget = oc.stream_bytes(x.shape[1], 128)
+    c, _ = cluster.covariance(client, store, 4, budget, TILE)
+    held = cluster.Held(client, store, 4)
+    marker = str(tmp_path / "killed")
+    try:
+        c_fail, root = cluster.covariance(client, store, 4, budget, TILE, fail_marker=marker, held=held)
+    finally:
+        held.release()
+    assert os.path.exists(marker)
+    assert np.array_equal(c, c_fail)
+    multi.check_rows(root.ranges, len(x))
+    client.wait_for_workers(2, timeout=30)
+
+
 def test_dask_refuses_bad_input(client, store, data):
     x, _ = data
     with pytest.raises(ValueError, match="cannot hold one block"):

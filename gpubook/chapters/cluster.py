@@ -6,7 +6,8 @@ host (a LocalCluster) or on many (a scheduler's address).
   the worker's lifetime, so no task pays for a context.
 - The data are a store the tasks read themselves: a `.npy` file of float32 rows
   on a file system every worker sees. The driver sends each task a row range,
-  never the rows.
+  never the rows. `Held` has the workers read their ranges once into pinned
+  memory and keep them (Dask's persist), for work that passes over them again.
 - Each task streams its rows through its worker's device and returns partial
   sums against the common shift; the partials are added as a tree of tasks, in
   float64, and the driver checks that every row was counted exactly once.
@@ -23,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
-from distributed import Client, LocalCluster, get_worker
+from distributed import Client, LocalCluster, get_worker, wait
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from . import multi
@@ -238,10 +239,12 @@ def _array(s):
     return np.load(s, mmap_mode="r") if isinstance(s, str) else s
 
 
-def covariance_part(path, first, rows, shift, budget, tile, fail_marker=None, spill=None):
+def covariance_part(path, first, rows, shift, budget, tile, fail_marker=None, spill=None, held=None):
     """A task: the partial sums of rows first..first+rows-1 of the store at
-    `path`, streamed through this worker's device. With `fail_marker` (a path)
-    the first attempt kills its own process half way, to show recovery."""
+    `path`, streamed through this worker's device, from the store or, with
+    `held` (a HeldRows this worker keeps), from its pinned memory. With
+    `fail_marker` (a path) the first attempt kills its own process half way,
+    to show recovery."""
     dev, t0 = worker_device(), time.time()
     n = len(shift)
     store = dev.file(path, n)
@@ -253,6 +256,8 @@ def covariance_part(path, first, rows, shift, budget, tile, fail_marker=None, sp
         if fail_marker and stream.count == 1 and not os.path.exists(fail_marker):
             open(fail_marker, "w").close()
             os._exit(17)  # the worker dies holding a half-summed task
+        if held is not None:
+            return held.x[i0 - held.first:i0 - held.first + r]
         return store.read(i0, staging[slot][:r], dev.pool)
 
     multi.stream_blocks(stream, work, 0, read)
@@ -283,27 +288,37 @@ def tree_sum(client, futures, spill=None, fan_in=2):
     return level
 
 
-def covariance(client, path, tasks, budget, tile, fail_marker=None, spill=True):
-    """C (float64) of the store at `path` over the cluster: `tasks` row ranges,
-    each a task with GPU=1, their partials summed in float64 as a tree, the
-    last sums and C = S/m - d dᵀ on the driver, as the threads path does. With
-    `spill` the partial sums travel as files in a folder beside the store, and
-    Dask moves only their paths; without, Dask sends the arrays. Returns (C, a
-    Part with every range counted and every task's span); raises if any row was
-    lost or counted twice."""
+def _ranges(path, tasks):
+    """The store's (rows, columns, first row), and its rows cut into `tasks` (first, rows) ranges."""
     probe = RowFile(path)
     probe.close()
     m, n = probe.shape
     if not 1 <= tasks <= m:
         raise ValueError(f"tasks must be 1 to m = {m:,}, not {tasks}")
+    edges = np.linspace(0, m, tasks + 1).astype(int)
+    return (m, n, probe.first), [(int(a), int(b - a)) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def covariance(client, path, tasks, budget, tile, fail_marker=None, spill=True, held=None):
+    """C (float64) of the store at `path` over the cluster: `tasks` row ranges,
+    each a task with GPU=1, their partials summed in float64 as a tree, the
+    last sums and C = S/m - d dᵀ on the driver, as the threads path does. With
+    `spill` the partial sums travel as files in a folder beside the store, and
+    Dask moves only their paths; without, Dask sends the arrays. With `held`
+    (a `Held(client, path, tasks)`), each task runs on the worker that holds its
+    rows and streams them from there. Returns (C, a Part with every range
+    counted and every task's span); raises if any row was lost or counted twice."""
+    (m, n, shift), ranges = _ranges(path, tasks)
     plan_rows(budget, n)  # a budget too small for one block is refused here, not on every worker
-    shift = probe.first
+    if held is not None and (held.path, held.ranges) != (path, ranges):
+        raise ValueError(f"the held rows are {len(held.ranges)} ranges of {held.path}, not {tasks} of {path}")
+    where = held.where() if held is not None else [dict(resources=GPU)] * tasks
     folder = tempfile.mkdtemp(prefix="gpubook-parts-", dir=os.path.dirname(os.path.abspath(path))) if spill else None
     try:
         t0 = time.time()
-        edges = np.linspace(0, m, tasks + 1).astype(int)
-        parts = [client.submit(covariance_part, path, int(a), int(b - a), shift, budget, tile, fail_marker, folder,
-                               resources=GPU, pure=False) for a, b in zip(edges[:-1], edges[1:])]
+        parts = [client.submit(covariance_part, path, a, r, shift, budget, tile, fail_marker, folder,
+                               held.futures[i] if held is not None else None, pure=False, **where[i])
+                 for i, (a, r) in enumerate(ranges)]
         top = client.gather(tree_sum(client, parts, folder))
         t1 = time.time()
         c = multi.combine([(_array(p.s), p.col) for p in top], m)
@@ -314,6 +329,59 @@ def covariance(client, path, tasks, budget, tile, fail_marker=None, spill=True):
             shutil.rmtree(folder, ignore_errors=True)
     multi.check_rows(root.ranges, m)
     return root.s, root
+
+
+@dataclass
+class HeldRows:
+    """Rows first, first + 1, ... of a store, kept in a worker's pinned memory."""
+    first: int
+    x: np.ndarray
+
+    def __sizeof__(self):  # what Dask counts for this result: the rows, so it never ships them lightly
+        return self.x.nbytes
+
+
+def load_rows(path, first, rows):
+    """A task: rows first..first+rows-1 of the store, read into pinned memory
+    of this worker's device. The worker keeps the result for as long as the
+    driver holds its future."""
+    dev = worker_device()
+    store = dev.file(path, None)
+    x = pinned_empty(dev.lane.ctx, dev.lane.queue, (rows, store.shape[1]))
+    return HeldRows(first, store.read(first, x, dev.pool))
+
+
+class Held:
+    """The store's rows in `tasks` ranges, each read once by a GPU=1 task into
+    its worker's pinned memory and kept there: Dask's `persist`, so that
+    `covariance(..., held=...)` streams rows from memory, as the threads path
+    does. A worker lost takes its ranges with it; Dask reads them again from
+    the store, on whichever worker runs the task that needs them."""
+
+    def __init__(self, client, path, tasks):
+        _, self.ranges = _ranges(path, tasks)
+        self.path, self.client = path, client
+        workers = sorted(client.scheduler_info()["workers"])
+        t0 = time.perf_counter()
+        self.futures = [client.submit(load_rows, path, a, r, workers=[workers[i % len(workers)]],
+                                      allow_other_workers=True, resources=GPU, pure=False)
+                        for i, (a, r) in enumerate(self.ranges)]
+        wait(self.futures)
+        self.seconds = time.perf_counter() - t0
+        for f in self.futures:
+            f.result()  # a load that failed raises here
+
+    def where(self):
+        """submit()'s placement of each range's task: the worker that holds its
+        rows, or any worker with a GPU if that one is gone."""
+        has = self.client.who_has(self.futures)
+        return [dict(workers=list(has[f.key]), allow_other_workers=True, resources=GPU) if has.get(f.key)
+                else dict(resources=GPU) for f in self.futures]
+
+    def release(self):
+        for f in self.futures:
+            f.release()
+        self.futures = []
 
 
 def _nothing(i):
