@@ -369,7 +369,8 @@ class Held:
         wait(self.futures)
         self.seconds = time.perf_counter() - t0
         for f in self.futures:
-            f.result()  # a load that failed raises here
+            if f.status == "error":  # a load that failed raises here; result() would fetch the rows
+                raise f.exception()
 
     def where(self):
         """submit()'s placement of each range's task: the worker that holds its
