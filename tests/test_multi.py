@@ -185,6 +185,33 @@ def test_dask_recovers_a_killed_worker_exactly(client, store, data, tmp_path):
     client.wait_for_workers(2, timeout=30)
 
 
+def test_save_rows_writes_over_a_file_of_the_same_shape_in_place(tmp_path):
+    path = str(tmp_path / "s.npy")
+    a = np.arange(12, dtype=np.float32).reshape(4, 3)
+    cluster.save_rows(path, a)
+    inode = os.stat(path).st_ino
+    cluster.save_rows(path, a[::-1].copy())
+    assert os.stat(path).st_ino == inode and np.array_equal(np.load(path), a[::-1])
+    cluster.save_rows(path, a[:2])  # another shape: a new file
+    assert np.array_equal(np.load(path), a[:2])
+    cluster.save_rows(path, a.astype(np.float64))
+    assert np.load(path).dtype == np.float64
+
+
+def test_a_spill_folder_of_the_caller_s_is_kept_and_reused(client, store, data, tmp_path):
+    x, _ = data
+    budget = oc.stream_bytes(x.shape[1], 128)
+    c, _ = cluster.covariance(client, store, 5, budget, TILE)
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    for tasks in (5, 5, 3):
+        c2, root = cluster.covariance(client, store, tasks, budget, TILE, spill=str(folder))
+        multi.check_rows(root.ranges, len(x))
+    assert {f"part-{i}.npy" for i in range(5)} | {"sum-1-0.npy", "sum-1-1.npy"} <= set(os.listdir(folder))
+    c5, _ = cluster.covariance(client, store, 5, budget, TILE, spill=str(folder))
+    assert np.array_equal(c, c5)  # files written over in place hold the new sums
+
+
 def test_rows_held_by_the_workers_give_the_store_s_result(client, store, data):
     x, ref = data
     budget = oc.stream_bytes(x.shape[1], 128)

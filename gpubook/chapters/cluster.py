@@ -19,7 +19,6 @@ import os
 import shutil
 import tempfile
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -45,11 +44,26 @@ _device = None  # this worker process's device, opened by OpenCLWorker
 
 # The store ------------------------------------------------------------------------
 
+def _offset(path, x):
+    """Where the data start in the .npy file at `path` if it already holds an
+    array of x's shape and dtype; else None."""
+    try:
+        old = np.load(path, mmap_mode="r")
+    except (OSError, ValueError):
+        return None
+    same = old.shape == x.shape and old.dtype == x.dtype and old.flags.c_contiguous
+    return old.offset if same else None
+
+
 def save_rows(path, x, threads=READERS):
-    """Write the 2-D array x as a .npy file, bands of rows in parallel."""
-    out = np.lib.format.open_memmap(path, mode="w+", dtype=x.dtype, shape=x.shape)
-    offset = out.offset
-    del out
+    """Write the 2-D array x as a .npy file, bands of rows in parallel. A file
+    that already holds an array of the same shape and dtype is written over in
+    place: reusing its pages is quicker than allocating a new file's."""
+    offset = _offset(path, x)
+    if offset is None:
+        out = np.lib.format.open_memmap(path, mode="w+", dtype=x.dtype, shape=x.shape)
+        offset = out.offset
+        del out
     band = max(1, x.shape[0] // (4 * threads))
     fd = os.open(path, os.O_WRONLY)
     try:
@@ -228,11 +242,9 @@ class Part:
 
 
 def _keep(array, spill):
-    """The array itself, or with `spill` (a folder on the shared store) the
-    path of a .npy file it was written to: a path is all Dask then moves."""
-    if spill is None:
-        return array
-    return save_rows(os.path.join(spill, f"{uuid.uuid4().hex}.npy"), array)
+    """The array itself, or with `spill` (a .npy path on the shared store) that
+    path, once the array is written there: a path is all Dask then moves."""
+    return array if spill is None else save_rows(spill, array)
 
 
 def _array(s):
@@ -277,14 +289,21 @@ def add_parts(*parts, spill=None):
     return _merged(parts, "sum", t0, _keep(s, spill), col)
 
 
+def _spill(folder, name):
+    return None if folder is None else os.path.join(folder, f"{name}.npy")
+
+
 def tree_sum(client, futures, spill=None, fan_in=2):
     """Reduce futures of Parts as a tree of add_parts tasks in a fixed order,
     so that the result does not depend on which task finished first, until at
-    most `fan_in` are left: the driver adds those and finishes C."""
-    level = list(futures)
+    most `fan_in` are left: the driver adds those and finishes C. With `spill`
+    (a folder), node j of level d writes its sums to sum-d-j.npy there."""
+    level, depth = list(futures), 0
     while len(level) > fan_in:
-        level = [client.submit(add_parts, *level[i:i + fan_in], spill=spill, pure=False)
-                 if len(level[i:i + fan_in]) > 1 else level[i] for i in range(0, len(level), fan_in)]
+        depth += 1
+        level = [client.submit(add_parts, *level[i:i + fan_in], spill=_spill(spill, f"sum-{depth}-{i // fan_in}"),
+                               pure=False) if len(level[i:i + fan_in]) > 1 else level[i]
+                 for i in range(0, len(level), fan_in)]
     return level
 
 
@@ -304,7 +323,9 @@ def covariance(client, path, tasks, budget, tile, fail_marker=None, spill=True, 
     each a task with GPU=1, their partials summed in float64 as a tree, the
     last sums and C = S/m - d dᵀ on the driver, as the threads path does. With
     `spill` the partial sums travel as files in a folder beside the store, and
-    Dask moves only their paths; without, Dask sends the arrays. With `held`
+    Dask moves only their paths; without, Dask sends the arrays. `spill` may
+    name a folder of the caller's, kept from call to call so that its files are
+    written over in place, one call at a time. With `held`
     (a `Held(client, path, tasks)`), each task runs on the worker that holds its
     rows and streams them from there. Returns (C, a Part with every range
     counted and every task's span); raises if any row was lost or counted twice."""
@@ -313,11 +334,14 @@ def covariance(client, path, tasks, budget, tile, fail_marker=None, spill=True, 
     if held is not None and (held.path, held.ranges) != (path, ranges):
         raise ValueError(f"the held rows are {len(held.ranges)} ranges of {held.path}, not {tasks} of {path}")
     where = held.where() if held is not None else [dict(resources=GPU)] * tasks
-    folder = tempfile.mkdtemp(prefix="gpubook-parts-", dir=os.path.dirname(os.path.abspath(path))) if spill else None
+    own = spill is True
+    folder = (tempfile.mkdtemp(prefix="gpubook-parts-", dir=os.path.dirname(os.path.abspath(path))) if own
+              else spill or None)
     try:
         t0 = time.time()
-        parts = [client.submit(covariance_part, path, a, r, shift, budget, tile, fail_marker, folder,
-                               held.futures[i] if held is not None else None, pure=False, **where[i])
+        parts = [client.submit(covariance_part, path, a, r, shift, budget, tile, fail_marker,
+                               _spill(folder, f"part-{i}"), held.futures[i] if held is not None else None,
+                               pure=False, **where[i])
                  for i, (a, r) in enumerate(ranges)]
         top = client.gather(tree_sum(client, parts, folder))
         t1 = time.time()
@@ -325,7 +349,7 @@ def covariance(client, path, tasks, budget, tile, fail_marker=None, spill=True, 
         root = Part(c, None, [r for p in top for r in p.ranges], [span for p in top for span in p.spans])
         root.spans += [("driver", "waiting for the tasks", t0, t1), ("driver", "float64 sum", t1, time.time())]
     finally:
-        if folder:
+        if own:
             shutil.rmtree(folder, ignore_errors=True)
     multi.check_rows(root.ranges, m)
     return root.s, root
