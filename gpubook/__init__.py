@@ -6,7 +6,9 @@ plots and recorded results.
 """
 from .device import (DeviceChoiceError, chapter_needs_fp64, check_work_group, choose_device, device_kind,
                      device_summary, has_fp64, list_devices, make_queue, open_device, require_fp64)
+from . import launch
 from .kernels import KernelBuildError, build, kernel, show_kernel
+from .launch import LaunchError
 from .limits import copy_gbs, fp32_gflops, fp64_gflops, h2d_gbs
 from .plot import plot_sweep, plot_time_bars
 from .records import device_slug, load_results, other_devices, record, recorded_limits
@@ -18,7 +20,8 @@ from .timing import Timing, event_seconds, stats, sweep, table, time_events
 __all__ = [
     "DeviceChoiceError", "chapter_needs_fp64", "check_work_group", "choose_device", "device_kind",
     "device_summary", "has_fp64", "list_devices", "make_queue", "open_device", "require_fp64",
-    "KernelBuildError", "build", "kernel", "show_kernel", "copy_gbs", "fp32_gflops", "fp64_gflops", "h2d_gbs",
+    "KernelBuildError", "build", "kernel", "show_kernel", "LaunchError", "launch",
+    "copy_gbs", "fp32_gflops", "fp64_gflops", "h2d_gbs",
     "plot_sweep", "plot_time_bars", "TileError", "tile_label",
     "device_slug", "load_results", "other_devices", "record", "recorded_limits",
     "scale", "glue", "markdown_table",

@@ -132,41 +132,73 @@ def device_kind(device):
     return "accelerator"
 
 
+NOT_REPORTED = "not reported"
+
+
+def reported(device, name):
+    """A device property (`max_clock_frequency`, ...) that the runtime reports as a
+    positive number, else None: some runtimes report 0, some raise, for what they
+    do not know. Arithmetic with device properties goes through here."""
+    try:
+        value = getattr(device, name)
+        value = int(value)
+    except (cl.Error, AttributeError, TypeError, ValueError):
+        return None
+    return value if value > 0 else None
+
+
+def compute_units(device):
+    """The device's compute units, 1 when it reports none (work sized by it still runs)."""
+    return reported(device, "max_compute_units") or 1
+
+
+def cycle_ns(device):
+    """Nanoseconds per clock cycle at the device's maximum clock (NaN where no clock is reported)."""
+    mhz = reported(device, "max_clock_frequency")
+    return 1e3 / mhz if mhz else float("nan")
+
+
+def _shown(value, scale=1, digits=None):
+    """A property for a table: scaled, or "not reported" where the runtime gives none."""
+    if value is None:
+        return NOT_REPORTED
+    return round(value / scale, digits) if digits is not None else value // scale
+
+
 def device_summary(device):
-    """The facts about a device that later chapters rely on, as (field, value) rows."""
+    """The facts about a device that later chapters rely on, as (field, value) rows
+    ("not reported" where the runtime gives 0 or nothing)."""
+    r = lambda name: reported(device, name)  # noqa: E731
     return [
         ("name", device.name.strip()),
         ("type", device_kind(device)),
         ("vendor", device.vendor.strip()),
         ("driver", device.driver_version.strip()),
         ("OpenCL", device.version.strip()),
-        ("compute units", device.max_compute_units),
-        ("max clock (MHz)", device.max_clock_frequency),
-        ("global memory (GiB)", round(device.global_mem_size / 2**30, 1)),
-        ("max allocation (GiB)", round(device.max_mem_alloc_size / 2**30, 1)),
-        ("local memory (KiB)", device.local_mem_size // 1024),
-        ("max work-group size", device.max_work_group_size),
-        ("preferred float vector width", device.preferred_vector_width_float),
+        ("compute units", _shown(r("max_compute_units"))),
+        ("max clock (MHz)", _shown(r("max_clock_frequency"))),
+        ("global memory (GiB)", _shown(r("global_mem_size"), 2**30, 1)),
+        ("max allocation (GiB)", _shown(r("max_mem_alloc_size"), 2**30, 1)),
+        ("local memory (KiB)", _shown(r("local_mem_size"), 1024)),
+        ("max work-group size", _shown(r("max_work_group_size"))),
+        ("preferred float vector width", _shown(r("preferred_vector_width_float"))),
         ("fp64", "yes" if has_fp64(device) else "no"),
     ]
 
 
 def default_work_group(device, largest=256):
     """The largest power of two up to `largest` that the device allows."""
-    size = 1
-    while size * 2 <= min(largest, device.max_work_group_size):
-        size *= 2
-    return size
+    from .launch import largest as fit
+
+    return fit(device, largest)
 
 
 def check_work_group(device, size, local_bytes=0):
-    """Raise a clear error when the device cannot run a work-group of this shape."""
-    if size > device.max_work_group_size:
-        raise ValueError(f"work-group size {size} exceeds this device's maximum "
-                         f"{device.max_work_group_size} ({device.name.strip()})")
-    if local_bytes > device.local_mem_size:
-        raise ValueError(f"{local_bytes} bytes of local memory requested; "
-                         f"{device.name.strip()} has {device.local_mem_size}")
+    """Raise a clear error (a ValueError) when the device cannot run a work-group
+    of `size` work-items with `local_bytes` of local memory."""
+    from .launch import check
+
+    check(device, size, local_bytes)
 
 
 def require_fp64(device):

@@ -2,7 +2,8 @@
 import numpy as np
 import pyopencl as cl
 
-from .device import pinned_empty, require_fp64
+from . import launch
+from .device import compute_units, pinned_empty, require_fp64
 from .kernels import kernel
 from .records import recorded_limits
 from .scale import scale
@@ -20,7 +21,8 @@ def copy_gbs(ctx, queue, device):
     src = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ones(n, np.float32))
     dst = cl.Buffer(ctx, mf.WRITE_ONLY, 4 * n)
     copy = kernel(ctx, "device/copy.cl", "copy", {"TYPE": "float4"})
-    t = time_events(lambda: copy(queue, (n // 4,), None, src, dst), repeats=10)
+    local = launch.local_size(copy, device, (256,))
+    t = time_events(lambda: copy(queue, (n // 4,), local, src, dst), repeats=10)
     return 8 * n / t.median / 1e9
 
 
@@ -36,11 +38,11 @@ def fp32_gflops(ctx, queue, device):
 def _fma_gflops(ctx, queue, device, dtype):
     """GFLOP/s of chapter 0's eight FMA chains per work-item, 256 steps each,
     in float or double (one kernel source, typed by its build options)."""
-    iters, items = 256, device.max_compute_units * 2048
+    iters, items = 256, compute_units(device) * 2048
     out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, np.dtype(dtype).itemsize * items)
     defines = {"ITERS": iters} if dtype == np.float32 else {"ITERS": iters, "TYPE": "double", "FP64": 1}
     fma = kernel(ctx, "device/fma.cl", "fma_chains", defines)
-    local = (min(256, device.max_work_group_size),)
+    local = launch.local_size(fma, device, (256,))
     t = time_events(lambda: fma(queue, (items,), local, out, dtype(0.999), dtype(0.001)), repeats=5)
     return 2 * 8 * iters * items / t.median / 1e9
 

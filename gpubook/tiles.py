@@ -10,6 +10,7 @@ that a sweep can skip it and say why.
 import numpy as np
 import pyopencl as cl
 
+from .launch import device_max, local_memory
 from .device import require_fp64
 from .kernels import KernelBuildError, kernel
 
@@ -49,11 +50,11 @@ def unfit(device, shape, dtype):
     if shape.get("STAGES", 1) not in (1, 2):
         return "STAGES must be 1 or 2"
     nt = work_items(shape)
-    if nt > device.max_work_group_size:
-        return f"{nt} work-items per work-group; the device allows {device.max_work_group_size}"
+    if nt > device_max(device):
+        return f"{nt} work-items per work-group; the device allows {device_max(device)}"
     need = local_bytes(shape, dtype)
-    if need > device.local_mem_size:
-        return f"{need:,} bytes of local memory; the device has {device.local_mem_size:,}"
+    if local_memory(device) and need > local_memory(device):
+        return f"{need:,} bytes of local memory; the device has {local_memory(device):,}"
     return None
 
 

@@ -114,9 +114,22 @@ def test_labels_other_than_0_and_1_are_refused(labels, shown):
 def test_scan_shapes_fit_the_device():
     from types import SimpleNamespace
     from gpubook.chapters import scan
-    small = SimpleNamespace(max_work_group_size=1024, local_mem_size=32768)  # Mesa's llvmpipe
-    shapes = scan.scan_shapes(small, ((128, 32), (256, 16), (512, 16), (256, 8)))
+    small = SimpleNamespace(name="llvmpipe", max_work_group_size=1024, local_mem_size=32768)  # Mesa's llvmpipe
+    shapes, skipped = scan.scan_shapes(small, ((128, 32), (256, 16), (512, 16), (256, 8)))
     assert shapes == [(128, 32), (256, 16), (256, 8)]  # 512 x 16 needs 38,164 bytes
+    assert skipped == [((512, 16), "38,164 bytes of local memory requested; llvmpipe has 32,768")]
     assert scan.scan_local_bytes(512, 16) == 38164
-    assert scan.scan_shapes(SimpleNamespace(max_work_group_size=256, local_mem_size=65536),
-                            ((128, 32), (512, 16))) == [(128, 32)]
+    assert scan.scan_shapes(SimpleNamespace(name="d", max_work_group_size=256, local_mem_size=65536),
+                            ((128, 32), (512, 16)))[0] == [(128, 32)]
+
+
+def test_scan_shapes_stand_in_when_none_fits():
+    """A device of 64 work-items per group runs none of the chapter's shapes: the
+    largest work-group that fits stands in, with the first shape's ITEMS."""
+    from types import SimpleNamespace
+    from gpubook.chapters import scan
+    tiny = SimpleNamespace(name="tiny", max_work_group_size=64, local_mem_size=65536)
+    shapes, skipped = scan.scan_shapes(tiny, ((128, 32), (256, 16)))
+    assert shapes == [(64, 32)]
+    assert [s for s, _ in skipped] == [(128, 32), (256, 16)]
+    assert "work-group size 128 exceeds this device's maximum 64 (tiny)" in skipped[0][1]

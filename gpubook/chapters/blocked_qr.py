@@ -9,7 +9,8 @@ queue order the work-groups; none ever waits for another.
 import numpy as np
 import pyopencl as cl
 
-from ..device import check_work_group, require_fp64
+from .. import launch
+from ..device import require_fp64
 from ..kernels import build
 
 
@@ -42,14 +43,8 @@ class BlockedQR:
         if n < 1 or nb < 1 or block_rows < 1:
             raise ValueError("n, nb and block_rows must be positive")
         self.ctx, self.queue, self.n, self.nb, self.ld = ctx, queue, n, int(nb), n + 1
-        # trail_finish: FC columns x nb panel rows per work-group
-        self.FC = max(1, min(256, device.max_work_group_size) // self.nb)
-        local = max(8 * self.WGS * self.nb, 8 * self.QL * self.nb * self.TN)
-        check_work_group(device, max(self.WGS, self.TN * self.QL, self.TN * self.RL, self.FC * self.nb), local)
-        self.block_rows = int(min(block_rows, max(1, device.max_mem_alloc_size // (8 * self.ld))))
-        defines = {"NB": self.nb, "WGS": self.WGS, "RPI": self.RPI, "TN": self.TN, "QL": self.QL,
-                   "RL": self.RL, "RT": self.RT, "KC": self.KC, "FC": self.FC}
-        prg = build(ctx, "lsq/3_blocked.cl", defines)
+        self.block_rows = int(block_rows)
+        prg = self._build(ctx, device, launch.device_max(device))
         self.k = {name: cl.Kernel(prg, name) for name in
                   ("house_dots", "trail_w", "trail_finish", "trail_update", "column_ss")}
         # house_step runs once per column: one kernel object per partial-sums
@@ -66,6 +61,30 @@ class BlockedQR:
         self.Zp = cl.Buffer(ctx, mf.READ_WRITE, 8 * -(-self.block_rows // self.KC) * self.nb * ld)
         self.sspart = cl.Buffer(ctx, mf.READ_WRITE, 8 * groups)
         self.reset()
+
+    def _build(self, ctx, device, limit):
+        """The program with work-groups of at most `limit` work-items (the class's
+        sizes where the device allows them, halved where it does not), built
+        again with a smaller limit when a built kernel allows fewer."""
+        pow2 = lambda want: min(want, 1 << (limit.bit_length() - 1))  # noqa: E731
+        self.WGS, self.TN = pow2(type(self).WGS), pow2(type(self).TN)
+        self.QL = max(1, min(type(self).QL, limit // self.TN))
+        self.RL = max(1, min(type(self).RL, limit // self.TN))
+        self.FC = max(1, min(256, limit) // self.nb)  # trail_finish: FC columns x nb panel rows
+        if self.nb > limit:
+            raise launch.LaunchError(f"panels of {self.nb} columns need work-groups of {self.nb} work-items; "
+                                     f"{device.name.strip()} allows {limit}")
+        sizes = {"house_dots": self.WGS, "house_step": self.WGS, "column_ss": self.WGS,
+                 "trail_w": self.TN * self.QL, "trail_finish": self.FC * self.nb, "trail_update": self.TN * self.RL}
+        launch.check(device, max(sizes.values()), max(8 * self.WGS * self.nb, 8 * self.QL * self.nb * self.TN))
+        self.block_rows = int(min(self.block_rows, max(1, device.max_mem_alloc_size // (8 * self.ld))))
+        defines = {"NB": self.nb, "WGS": self.WGS, "RPI": self.RPI, "TN": self.TN, "QL": self.QL,
+                   "RL": self.RL, "RT": self.RT, "KC": self.KC, "FC": self.FC}
+        prg = build(ctx, "lsq/3_blocked.cl", defines)
+        short = [name for name, size in sizes.items() if launch.why_not(device, size, kern=cl.Kernel(prg, name))]
+        if short and limit > 1:
+            return self._build(ctx, device, limit // 2)
+        return prg
 
     def _groups(self, b):
         return -(-b // (self.WGS * self.RPI))

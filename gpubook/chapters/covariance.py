@@ -11,15 +11,14 @@ from dataclasses import dataclass
 import numpy as np
 import pyopencl as cl
 
-from .. import tiles
-from ..device import check_work_group
+from .. import launch, tiles
 from ..kernels import kernel
 
 STEPS = ("naive", "symmetric", "local_tiles", "register_tiles")
 COL_PAD = 128   # the padded width is a multiple of every tile width the steps use
 ROW_PAD = 64    # the padded height is a multiple of every chunk of rows
 SUM_ROWS = 256  # R: partial sums per column in the first pass of the mean
-LOCAL_T = 16    # step 3's tile: T x T work-items
+LOCAL_T = 16    # step 3's tile: T x T work-items, where the device allows them (else 8, else 4)
 
 
 def round_up(x, multiple):
@@ -132,18 +131,28 @@ def runnable_tile(ctx, device, preferred=()):
                           "\n".join(f"  {tiles.label(s)}: {why}" for s, why in skipped))
 
 
+def local_tiles_kernel(ctx, device):
+    """Step 3's kernel and its tile T: the largest of LOCAL_T, 8, 4 whose T x T
+    work-group and two T x (T + 1) local tiles this device and the built kernel allow."""
+    t = launch.square_side(device, (LOCAL_T, 8, 4), lambda t: 2 * 4 * t * (t + 1))
+    k = kernel(ctx, "covariance/local_tiles.cl", "local_tiles", {"T": t})
+    launch.check(device, t * t, kern=k)
+    return k, t
+
+
 def launch_col_sums(queue, x, shift, partial, m, n, accumulate=False, rows=SUM_ROWS, wait_for=None):
     """Column sums of the m x n array x minus shift, `rows` partial sums per column."""
     k = kernel(queue.context, "covariance/col_sums.cl", "col_sums")
-    return k(queue, (round_up(n, 64), rows), (64, 1), x, shift, partial, np.int32(m), np.int32(n),
-             np.int32(accumulate), wait_for=wait_for)
+    return launch.enqueue(queue, k, (n, rows), (64, 1), x, shift, partial, np.int32(m), np.int32(n),
+                          np.int32(accumulate), wait_for=wait_for)
 
 
 def launch_centre(queue, x, shift, xc, scale, m, n, mp, np_, wait_for=None):
     """xc (mp x np_) = x (m x n) - scale * shift, zero-padded."""
     k = kernel(queue.context, "covariance/centre.cl", "centre")
-    return k(queue, (np_, mp), (64, 4), x, shift, xc, np.float32(scale), np.int32(m),
-             np.int32(n), np.int32(np_), wait_for=wait_for)
+    # mp and np_ are multiples of every local size tried (ROW_PAD, COL_PAD): no work-item past them
+    return launch.enqueue(queue, k, (np_, mp), (64, 4), x, shift, xc, np.float32(scale), np.int32(m),
+                          np.int32(n), np.int32(np_), wait_for=wait_for)
 
 
 def launch_tiles(queue, a, b, s, m, lda, ldb, ldc, tile, pair=None, accumulate=False, wait_for=None):
@@ -158,8 +167,8 @@ def launch_tiles(queue, a, b, s, m, lda, ldb, ldc, tile, pair=None, accumulate=F
 def launch_finish(queue, s, lds, c, rows, cols, d1, d2, inv_m, mirror=True, wait_for=None):
     """c (rows x cols) = S * inv_m - d1 d2ᵀ, from S's lower triangle when mirror."""
     k = kernel(queue.context, "covariance/finish.cl", "finish", {"MIRROR": int(mirror)})
-    return k(queue, (round_up(cols, 16), round_up(rows, 16)), (16, 16), s, np.int32(lds), c,
-             np.int32(rows), np.int32(cols), d1, d2, np.float32(inv_m), wait_for=wait_for)
+    return launch.enqueue(queue, k, (cols, rows), (16, 16), s, np.int32(lds), c,
+                          np.int32(rows), np.int32(cols), d1, d2, np.float32(inv_m), wait_for=wait_for)
 
 
 class Covariance:
@@ -215,12 +224,11 @@ class Covariance:
         """Enqueue one step's kernel writing S; returns its event."""
         m, np_ = np.int32(self.mp), np.int32(self.np_)
         if step in ("naive", "symmetric"):
+            # np_ is a multiple of COL_PAD, so of any local size: these kernels check no bounds
             k = kernel(self.ctx, f"covariance/{step}.cl", step)
-            return k(self.queue, (self.np_, self.np_), (16, 16), self.xc, self.s, m, np_)
+            return launch.enqueue(self.queue, k, (self.np_, self.np_), (16, 16), self.xc, self.s, m, np_)
         if step == "local_tiles":
-            t = LOCAL_T
-            check_work_group(self.device, t * t, 2 * 4 * t * (t + 1))
-            k = kernel(self.ctx, "covariance/local_tiles.cl", "local_tiles", {"T": t})
+            k, t = local_tiles_kernel(self.ctx, self.device)
             nt = self.np_ // t
             return k(self.queue, (nt * (nt + 1) // 2 * t, t), (t, t), self.xc, self.s, m, np_,
                      np.int32(0))

@@ -68,6 +68,7 @@ from dataclasses import dataclass, field
 import matplotlib.pyplot as plt
 import pyopencl as cl
 
+from .. import launch
 from ..device import check_work_group
 from ..kernels import kernel as _kernel
 from ..records import other_devices
@@ -325,7 +326,7 @@ def sweep_work_items(trainer, device, steps, work_items, repeats=3, iterations=N
 
 def work_item_counts(device, J, most=None):
     """Powers of two from 1 up to the device's work-group limit (and J, and `most`)."""
-    top = min(device.max_work_group_size, J, most or J)
+    top = min(launch.device_max(device), J, most or J)
     return [2**i for i in range(top.bit_length()) if 2**i <= top]
 
 

@@ -14,7 +14,8 @@ import pyopencl as cl
 
 from . import blocked_qr, tiled_qr
 from .blocked_qr import checked_rows
-from ..device import check_work_group, default_work_group, require_fp64
+from .. import launch
+from ..device import require_fp64
 from ..kernels import kernel
 from .subsets import SubsetSearch, subsets_numpy, unrank  # noqa: F401  (step 4, used as lsq.*)
 from ..timing import event_seconds, time_events
@@ -176,12 +177,13 @@ class Includ:
             raise ValueError(f"unknown step {step!r}; use one of {', '.join(STEPS)}")
         self.ctx, self.queue, self.n, self.step = ctx, queue, n, step
         if step == "2_row_group":
-            self.wg = default_work_group(device, 1024) if wg is None else int(wg)
-            if 8 * n > device.local_mem_size:
+            if launch.local_memory(device) and 8 * n > launch.local_memory(device):
                 raise ValueError(f"a row of n = {n:,} doubles needs {8 * n:,} bytes of local memory; "
-                                 f"{device.name.strip()} has {device.local_mem_size:,}")
-            check_work_group(device, self.wg, 8 * n)
+                                 f"{device.name.strip()} has {launch.local_memory(device):,}")
+            self.wg = launch.largest(device, 1024, lambda w: 8 * n) if wg is None else int(wg)
+            launch.check(device, self.wg, 8 * n)
             self.kernel = kernel(ctx, f"lsq/{step}.cl", "includ_row_group", {"WG": self.wg, "NMAX": n})
+            launch.check(device, self.wg, kern=self.kernel)
         else:
             self.wg = 1
             self.kernel = kernel(ctx, f"lsq/{step}.cl", "includ_sequential")

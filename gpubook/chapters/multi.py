@@ -18,6 +18,7 @@ from math import comb
 import numpy as np
 import pyopencl as cl
 
+from .. import launch
 from ..device import choose_device, compiler_failure, list_devices, require_fp64
 from ..kernels import kernel
 from .outofcore import Stream, blocks
@@ -286,10 +287,10 @@ def _subset_kernel(ctx, device, k, p):
     """subset_best for k of p with the largest work-group (256 down to 32) that
     the built kernel can run on this device."""
     for wg in (256, 128, 64, 32):
-        if wg > device.max_work_group_size:
+        if launch.why_not(device, wg, 16 * wg):
             continue
         knl = kernel(ctx, "lsq/4_subsets.cl", "subset_best", {"K": k, "P": p, "WG": wg})
-        if knl.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device) >= wg:
+        if launch.why_not(device, wg, kern=knl) is None:
             return knl, wg
     raise ValueError(f"{device.name.strip()} cannot run subset_best for k = {k} with a work-group "
                      "of 32 or more work-items")

@@ -10,7 +10,7 @@ array, so they need only two passes.
 import numpy as np
 import pyopencl as cl
 
-from ..device import check_work_group, default_work_group
+from ..device import check_work_group, compute_units, default_work_group
 from ..kernels import kernel
 
 STEPS = ("1_interleaved", "2_sequential", "3_first_add", "4_multi", "5_unrolled")
@@ -61,7 +61,7 @@ class DeviceSum:
             raise ValueError(f"work-group size {wg} exceeds what kernels/reduction/{step}.cl "
                              f"allows on {device.name.strip()} ({kernel_max})")
         self.ctx, self.queue, self.step, self.work_group = ctx, queue, step, wg
-        self.max_groups = device.max_compute_units * int(groups_per_cu)
+        self.max_groups = compute_units(device) * int(groups_per_cu)
         self._scratch = {}
 
     def groups(self, n):

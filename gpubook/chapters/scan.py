@@ -9,7 +9,7 @@ reference, the input checks, and the launches of kernels/scan/.
 import numpy as np
 import pyopencl as cl
 
-from ..device import check_work_group
+from .. import launch
 from ..kernels import kernel
 
 LIST_STEPS = ("1_hillis_steele", "2_work_efficient")
@@ -88,10 +88,16 @@ def make_population(models, n, seed=7, levels=64):
     return scores.astype(np.float32), labels
 
 
-def _check_wg(device, wg, local_bytes):
+def _check_wg(device, wg, local_bytes, kern=None):
+    """A clear error (launch.LaunchError) for a work-group this device or kernel cannot run."""
     if wg < 1 or wg & (wg - 1):
         raise ValueError(f"work-group size {wg} is not a power of two")
-    check_work_group(device, wg, local_bytes)
+    launch.check(device, wg, local_bytes, kern)
+
+
+def list_local_bytes(step, wg, items=8):
+    """Local memory of steps 1-2: the work-group scan, the 64-bit partial sums, the staged labels."""
+    return 4 * (2 * wg + 1) + 8 * wg + (4 * items * wg if step == "2_work_efficient" else 0)
 
 
 class ListFitness:
@@ -100,13 +106,13 @@ class ListFitness:
     def __init__(self, ctx, queue, step, wg=256, items=8):
         if step not in LIST_STEPS:
             raise ValueError(f"unknown step {step!r}; use one of {', '.join(LIST_STEPS)}")
-        local = 4 * (2 * wg + 1) + 8 * wg + (4 * items * wg if step == "2_work_efficient" else 0)
-        _check_wg(queue.device, wg, local)
+        _check_wg(queue.device, wg, list_local_bytes(step, wg, items))
         defines = {"WG": wg, "T": "uint"}
         if step == "2_work_efficient":
             defines["ITEMS"] = items
         name = "fitness_hs" if step == "1_hillis_steele" else "fitness_we"
         self.kernel = kernel(ctx, (WG_SCAN, f"scan/{step}.cl"), name, defines)
+        _check_wg(queue.device, wg, 0, self.kernel)
         self.queue, self.wg = queue, wg
         self.out = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16)
 
@@ -131,17 +137,29 @@ def scan_local_bytes(wg, items, look=32, stage=True):
 
 
 def scan_shapes(device, candidates, look=32):
-    """The (WG, ITEMS) tile shapes of `candidates` that this device can run:
-    a work-group it allows and a tile that fits its local memory."""
-    return [(wg, items) for wg, items in candidates
-            if wg <= device.max_work_group_size and scan_local_bytes(wg, items, look) <= device.local_mem_size]
+    """(the (WG, ITEMS) tile shapes of `candidates` that this device can run: a
+    work-group it allows and a tile that fits its local memory, [(shape, reason)]
+    for the others). When none fits, the largest work-group that does, with
+    the first candidate's ITEMS, stands in for them."""
+    ok, skipped = [], []
+    for wg, items in candidates:
+        reason = launch.why_not(device, wg, scan_local_bytes(wg, items, min(look, wg)))
+        (skipped.append(((wg, items), reason)) if reason else ok.append((wg, items)))
+    if not ok:
+        items = candidates[0][1]
+        ok.append((launch.largest(device, max(w for w, _ in candidates),
+                                  lambda w: scan_local_bytes(w, items, min(look, w)), smallest=4), items))
+    return ok, skipped
 
 
 class DeviceScan:
     """Step 3: an inclusive float32 scan of a whole buffer, in three launches
     (reduce, then scan) or in one (decoupled look-back)."""
 
-    def __init__(self, ctx, queue, step, wg=256, items=16, look=32, stage=True):
+    def __init__(self, ctx, queue, step, wg=256, items=16, look=None, stage=True):
+        """look: tiles looked back at once, by default 32 (or all the work-group's
+        work-items, when it has fewer)."""
+        look = min(32, wg) if look is None else look
         if step not in DEVICE_STEPS:
             raise ValueError(f"unknown step {step!r}; use one of {', '.join(DEVICE_STEPS)}")
         if items % 4 or (items * wg // 4) % wg:
@@ -157,6 +175,8 @@ class DeviceScan:
             defines["LOOK"] = look
         names = ("tile_sums", "scan_sums", "scan_tiles") if step == DEVICE_STEPS[0] else ("scan_single_pass",)
         self.kernels = [kernel(ctx, src, name, defines) for name in names]
+        for k in self.kernels:
+            _check_wg(queue.device, wg, 0, k)
         self._scratch = {}
 
     def _buffers(self, tiles):
@@ -193,13 +213,18 @@ class DeviceScan:
 class Population:
     """Step 4: the fitness of P models on the same n examples, one work-group per model."""
 
-    def __init__(self, ctx, queue, n, shortcut, wg=256):
+    def __init__(self, ctx, queue, n, shortcut, wg=None):
+        """wg: work-items per model, by default the largest power of two up to 256
+        that the device allows with the n keys in local memory."""
         np2 = 1 << max(0, n - 1).bit_length()
-        _check_wg(queue.device, wg, 8 * np2 + 4 * (2 * wg + 1))
+        local = lambda w: 8 * np2 + 4 * (2 * w + 1)  # noqa: E731
+        wg = launch.largest(queue.device, 256, local) if wg is None else wg
+        _check_wg(queue.device, wg, local(wg))
         if n < 2:
             raise ValueError("n = 1: one example is one class, so the fitness is undefined")
         self.kernel = kernel(ctx, (WG_SCAN, "scan/5_population.cl"), "population",
                              {"WG": wg, "NP": np2, "T": "uint", "SHORTCUT": int(bool(shortcut))})
+        _check_wg(queue.device, wg, 0, self.kernel)
         self.ctx, self.queue, self.n, self.wg = ctx, queue, n, wg
 
     def upload(self, scores, labels):

@@ -7,6 +7,7 @@ from math import comb
 import numpy as np
 import pyopencl as cl
 
+from .. import launch
 from ..device import require_fp64
 from ..kernels import kernel
 
@@ -58,9 +59,8 @@ class SubsetSearch:
                 for v in (xtx, xty)]
 
     def enqueue(self, data, yty):
-        groups = -(-self.count // self.wg)
-        return self.kernel(self.queue, (groups * self.wg,), (self.wg,), data[0], data[1], np.float64(yty),
-                           np.uint64(0), np.uint64(self.count), self.binom, self.rss)
+        return launch.enqueue(self.queue, self.kernel, (self.count,), (self.wg,), data[0], data[1],
+                              np.float64(yty), np.uint64(0), np.uint64(self.count), self.binom, self.rss)
 
     def best(self, xtx, xty, yty):
         """(smallest RSS, its subset of candidate indices)."""

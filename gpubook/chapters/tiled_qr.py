@@ -11,7 +11,7 @@ large and efficient, a narrow inner one keeps the per-column launches cheap.
 import numpy as np
 import pyopencl as cl
 
-from .. import tiles
+from .. import launch, tiles
 from .blocked_qr import BlockedQR
 from ..kernels import build
 
@@ -43,8 +43,13 @@ class TiledQR(BlockedQR):
         # the shape must build and run here: a clear error now, not at the first launch
         tiles.get_kernel(ctx, queue.device, self.shape, np.float64)
         self.outer, self.chunk = int(outer), int(chunk)
-        prg = build(ctx, "lsq/5_tiled.cl")
+        # the transpose's square tile: 16 x 16 where the device allows it
+        self.TT = launch.square_side(queue.device, (16, 8, 4, 2, 1), lambda t: 8 * t * (t + 1))
+        prg = build(ctx, "lsq/5_tiled.cl", {"TT": self.TT})
         self.k.update({name: cl.Kernel(prg, name) for name in ("z_sum", "build_t", "r_update", "transpose")})
+        launch.check(queue.device, self.TT ** 2, kern=self.k["transpose"])
+        # T's one work-group: as wide as the outer panel (rounded to warps), or what fits
+        self.t_group = launch.largest(queue.device, -(-self.outer // 32) * 32, kern=self.k["build_t"])
         mf, ld, o = cl.mem_flags, self.ld, self.outer
         chunks = -(-self.block_rows // self.chunk)
         self.Zq = cl.Buffer(ctx, mf.READ_WRITE, 8 * chunks * o * ld)
@@ -78,16 +83,17 @@ class TiledQR(BlockedQR):
         # 1. U'B for the panel's own columns (G = U'U) and every later one
         self._product("tiles: U'B", note, self.B, k0, ld, self.B, k0, ld, self.Zq, k0, ld, pw, ld - k0, 0, b,
                       k_chunk=self.chunk, c_stride=o * ld)
-        note("z_sum", self.k["z_sum"](q, (-(-(ld - k0) // 64) * 64, pw), (64, 1), self.Zq, i32(chunks),
-                                      i32(o * ld), self.R, self.Z, i32(ld), i32(k0), i32(pw)))
-        wg = -(-pw // 32) * 32
-        note("build_t", self.k["build_t"](q, (wg,), (wg,), self.Z, i32(ld), i32(k0), i32(pw), self.tau, self.Tq,
-                                          i32(o), cl.LocalMemory(8 * wg)))
+        note("z_sum", launch.enqueue(q, self.k["z_sum"], (ld - k0, pw), (64, 1), self.Zq, i32(chunks),
+                                     i32(o * ld), self.R, self.Z, i32(ld), i32(k0), i32(pw)))
+        wg = min(self.t_group, -(-pw // 32) * 32)
+        note("build_t", launch.enqueue(q, self.k["build_t"], (wg,), (wg,), self.Z, i32(ld), i32(k0), i32(pw),
+                                       self.tau, self.Tq, i32(o), cl.LocalMemory(8 * pw)))
         # 4. W = T'Z for the later columns
         self._product("tiles: T'Z", note, self.Tq, 0, o, self.Z, k0 + pw, ld, self.Wq, k0 + pw, ld, pw, rest, 0, pw)
-        note("r_update", self.k["r_update"](q, (-(-rest // 64) * 64, pw), (64, 1), self.R, self.Wq, i32(ld),
-                                            i32(k0), i32(pw)))
-        note("transpose", self.k["transpose"](q, (-(-pw // 16) * 16, -(-b // 16) * 16), (16, 16), self.B, i32(b),
+        note("r_update", launch.enqueue(q, self.k["r_update"], (rest, pw), (64, 1), self.R, self.Wq, i32(ld),
+                                        i32(k0), i32(pw)))
+        tt = (self.TT, self.TT)
+        note("transpose", self.k["transpose"](q, launch.global_size((pw, b), tt), tt, self.B, i32(b),
                                               i32(ld), i32(k0), i32(pw), self.Ut, i32(self.block_rows)))
         # 7. B -= U W
         self._product("tiles: B -= UW", note, self.Ut, 0, self.block_rows, self.Wq, k0 + pw, ld, self.B, k0 + pw,

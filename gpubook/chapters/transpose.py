@@ -16,7 +16,8 @@ import time
 import numpy as np
 import pyopencl as cl
 
-from ..device import check_work_group, default_work_group
+from .. import launch
+from ..device import check_work_group, compute_units, default_work_group
 from ..kernels import kernel
 from .logreg import log_likelihood_terms
 from ..timing import stats
@@ -117,13 +118,13 @@ class Logreg:
         if kp % kb:
             raise ValueError(f"kb={kb} does not divide kp={kp}")
         self.kb, self.m = kb, m
-        self.tile, self.rows = 64, max(1, min(8, device.max_work_group_size // 64))
+        self.tile, self.rows = 64, max(1, min(8, launch.device_max(device) // 64))
         self.tj = self._fit_tile() if tj is None else tj
         if self.tj < 4 or self.tj > self.local or self.local % self.tj or self.tj & (self.tj - 1):
             raise ValueError(f"tile of {self.tj} examples must be a power of two from 4 up, "
                              f"dividing the work-group size {self.local}")
         check_work_group(device, self.local, self.fused_local_bytes())
-        self.groups = device.max_compute_units * groups_per_cu
+        self.groups = compute_units(device) * groups_per_cu
         self.k = _Lazy(self._build)
 
     def _build(self, name):

@@ -31,25 +31,28 @@ __kernel void z_sum(__global const double *restrict Zp, const int chunks, const 
 // triangular with T[i][i] = tau_i and, column by column,
 // T[0:j, j] = -tau_j T[0:j, 0:j] G[0:j, j], where G[l][j] = u_l' u_j (the e
 // parts of two reflections never overlap). Row i of T needs only its own
-// earlier entries: work-item i builds row i, and the work-group shares one
-// column of G at a time through local memory. One work-group of at least pw.
+// earlier entries: each work-item builds its rows, and the work-group shares one
+// column of G at a time through local memory. One work-group, ideally of pw.
 __kernel void build_t(__global const double *restrict Z, const int ld, const int K0, const int pw,
                       __global const double *restrict tau, __global double *restrict T, const int ldt,
                       __local double *g)
 {
-    const int i = get_local_id(0);
-    __global double *row = T + (size_t)i * ldt;
-    if (i < pw) {
+    // Work-item `lid` takes rows lid, lid + L, ... (L work-items): one row each
+    // wherever the work-group is as wide as the panel.
+    const int lid = get_local_id(0), L = get_local_size(0);
+    for (int i = lid; i < pw; i += L) {
+        __global double *row = T + (size_t)i * ldt;
         for (int j = 0; j < i; ++j)
             row[j] = 0.0;
         row[i] = tau[K0 + i];
     }
     for (int j = 1; j < pw; ++j) {
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (i < j)
+        for (int i = lid; i < j; i += L)
             g[i] = Z[(size_t)i * ld + K0 + j];
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (i < j) {
+        for (int i = lid; i < j; i += L) {
+            __global double *row = T + (size_t)i * ldt;
             double s[4] = {0.0, 0.0, 0.0, 0.0};    // four chains: the adds need not wait on each other
             int l = i;
             for (; l + 3 < j; l += 4)
@@ -71,15 +74,16 @@ __kernel void r_update(__global double *restrict R, __global const double *restr
         R[(size_t)(K0 + i) * ld + c] -= W[(size_t)i * ld + c];
 }
 
-// Ut[i, r] = B[r, K0 + i] for i < pw, r < b, through a 16 x 16 tile in local
-// memory so that both the reads and the writes are along rows.
-__kernel __attribute__((reqd_work_group_size(16, 16, 1)))
+// Ut[i, r] = B[r, K0 + i] for i < pw, r < b, through a TT x TT tile in local
+// memory so that both the reads and the writes are along rows (TT: 16 where
+// the device allows 256 work-items in a group).
+__kernel __attribute__((reqd_work_group_size(TT, TT, 1)))
 void transpose(__global const double *restrict B, const int b, const int ld, const int K0,
                const int pw, __global double *restrict Ut, const int ldu)
 {
-    __local double tile[16][17];
+    __local double tile[TT][TT + 1];
     const int tx = get_local_id(0), ty = get_local_id(1);
-    const int i0 = get_group_id(0) * 16, r0 = get_group_id(1) * 16;
+    const int i0 = get_group_id(0) * TT, r0 = get_group_id(1) * TT;
     if (r0 + ty < b && i0 + tx < pw)
         tile[ty][tx] = B[(size_t)(r0 + ty) * ld + K0 + i0 + tx];
     barrier(CLK_LOCAL_MEM_FENCE);

@@ -1,0 +1,162 @@
+"""Launch shapes from the device: the one place that picks a kernel's local size.
+
+Every enqueue of the package takes its local size from here. A shape is never
+assumed: it is read from what the device allows (its work-group maximum, its
+maximum per dimension, its local memory) and from what the built kernel allows
+(`CL_KERNEL_WORK_GROUP_SIZE`, which register use can bring below the device's
+maximum). A limit that the device reports as 0 or not at all is not trusted: the
+shape falls back to the other limits, and to one work-item where none is known.
+"""
+import pyopencl as cl
+
+from .device import reported
+
+
+class LaunchError(ValueError):
+    """No work-group of the needed shape runs on this device."""
+
+
+def _reported(read):
+    """A positive integer the runtime reports, else None (0, missing or an error)."""
+    try:
+        value = int(read())
+    except (cl.Error, AttributeError, TypeError, ValueError):
+        return None
+    return value if value > 0 else None
+
+
+def device_max(device):
+    """The device's work-group maximum (1 when it reports none)."""
+    return reported(device, "max_work_group_size") or 1
+
+
+def dimension_max(device, dim):
+    """The most work-items a work-group may have along dimension `dim`."""
+    sizes = _reported_sizes(device)
+    return sizes[dim] if dim < len(sizes) and sizes[dim] else device_max(device)
+
+
+def _reported_sizes(device):
+    try:
+        return [int(s) if int(s) > 0 else 0 for s in device.max_work_item_sizes]
+    except (cl.Error, AttributeError, TypeError, ValueError):
+        return []
+
+
+def local_memory(device):
+    """Bytes of local memory a work-group may use (0 when not reported)."""
+    return reported(device, "local_mem_size") or 0
+
+
+def kernel_max(kern, device):
+    """The most work-items one work-group of this built kernel may have here."""
+    own = _reported(lambda: kern.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device))
+    return min(own, device_max(device)) if own else device_max(device)
+
+
+def preferred_multiple(kern, device):
+    """The work-group size multiple the runtime prefers for this kernel (its warp
+    width on a GPU; 1 when not reported)."""
+    return _reported(lambda: kern.get_work_group_info(
+        cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, device)) or 1
+
+
+def why_not(device, size, local_bytes=0, kern=None):
+    """None when a work-group of `size` work-items using `local_bytes` of local
+    memory runs here (and for `kern`, when given), else the reason, in words."""
+    name = _name(device)
+    limit = kernel_max(kern, device) if kern is not None else device_max(device)
+    if size > limit:
+        whose = "this kernel's" if kern is not None and limit < device_max(device) else "this device's"
+        return f"work-group size {size} exceeds {whose} maximum {limit} ({name})"
+    have = local_memory(device)
+    if local_bytes and have and local_bytes > have:
+        return f"{local_bytes:,} bytes of local memory requested; {name} has {have:,}"
+    return None
+
+
+def _name(device):
+    return str(getattr(device, "name", "this device")).strip()
+
+
+def check(device, size, local_bytes=0, kern=None):
+    """Raise LaunchError with the reason when `why_not` gives one."""
+    reason = why_not(device, size, local_bytes, kern)
+    if reason:
+        raise LaunchError(reason)
+
+
+def largest(device, want=256, local_bytes=lambda size: 0, kern=None, smallest=1):
+    """The largest power of two up to `want` that fits the device (and `kern`),
+    with `local_bytes(size)` of local memory; LaunchError below `smallest`."""
+    size = 1 << max(0, int(want).bit_length() - 1)
+    while size >= max(1, smallest):
+        if why_not(device, size, local_bytes(size), kern) is None:
+            return size
+        size //= 2
+    raise LaunchError(f"{_name(device)} runs no work-group of {smallest} to {want} work-items: "
+                      f"{why_not(device, max(1, smallest), local_bytes(max(1, smallest)), kern)}")
+
+
+def square_side(device, sides, local_bytes=lambda side: 0, kern=None):
+    """The first of `sides` whose side x side work-group (with local_bytes(side))
+    fits here; LaunchError naming the last reason when none does."""
+    reason = "no side given"
+    for side in sides:
+        reason = why_not(device, side * side, local_bytes(side), kern)
+        if reason is None:
+            return side
+    raise LaunchError(f"no square work-group of sides {', '.join(map(str, sides))} fits: {reason}")
+
+
+def fitting(device, sizes, local_bytes=lambda size: 0, kern=None):
+    """(the sizes that fit, [(size, reason)] for the others), for a sweep."""
+    ok, skipped = [], []
+    for size in sizes:
+        reason = why_not(device, size, local_bytes(size), kern)
+        if reason is None:
+            ok.append(size)
+        else:
+            skipped.append((size, reason))
+    return ok, skipped
+
+
+def local_size(kern, device, want):
+    """`want` (a tuple of per-dimension work-items, powers of two) shrunk until it
+    fits this kernel on this device: the last dimensions halve first, so the
+    first (the one that coalesces) keeps its width longest."""
+    shape = [int(w) for w in want]
+    limit = kernel_max(kern, device)
+    for dim in range(len(shape)):
+        while shape[dim] > 1 and shape[dim] > dimension_max(device, dim):
+            shape[dim] //= 2
+    dim = len(shape) - 1
+    while _product(shape) > limit:
+        while dim > 0 and shape[dim] == 1:
+            dim -= 1
+        if shape[dim] == 1:
+            break
+        shape[dim] //= 2
+    if _product(shape) > limit:
+        raise LaunchError(f"{_name(device)} runs no work-group of this kernel")
+    return tuple(shape)
+
+
+def _product(shape):
+    out = 1
+    for s in shape:
+        out *= s
+    return out
+
+
+def global_size(counts, local):
+    """Each count of work-items rounded up to a multiple of its local size."""
+    return tuple(-(-int(c) // int(w)) * int(w) for c, w in zip(counts, local))
+
+
+def enqueue(queue, kern, counts, want, *args, wait_for=None):
+    """Launch `kern` over at least `counts` work-items (per dimension) in
+    work-groups of `want`, shrunk to fit (the kernel must check its bounds);
+    returns the event."""
+    local = local_size(kern, queue.device, want)
+    return kern(queue, global_size(counts, local), local, *args, wait_for=wait_for)
