@@ -12,6 +12,7 @@ from .launch import LaunchError
 from .limits import copy_gbs, fp32_gflops, fp64_gflops, h2d_gbs
 from .plot import plot_sweep, plot_time_bars
 from .records import device_slug, load_results, other_devices, record, recorded_limits
+from .resources import arch_limits, kernel_resources, occupancy, ptx_lines, resource_table
 from .scale import scale
 from .show import glue, markdown_table
 from .tiles import TileError, label as tile_label
@@ -24,6 +25,7 @@ __all__ = [
     "copy_gbs", "fp32_gflops", "fp64_gflops", "h2d_gbs",
     "plot_sweep", "plot_time_bars", "TileError", "tile_label",
     "device_slug", "load_results", "other_devices", "record", "recorded_limits",
+    "arch_limits", "kernel_resources", "occupancy", "ptx_lines", "resource_table",
     "scale", "glue", "markdown_table",
     "Timing", "event_seconds", "stats", "sweep", "table", "time_events",
 ]

@@ -4,6 +4,9 @@ import os
 import numpy as np
 import pyopencl as cl
 
+from . import launch
+from .launch import reported
+
 INSTALL_HINT = (
     "No OpenCL platform was found. Install a CPU OpenCL driver with "
     "`pip install pocl-binary-distribution` (it is in requirements.txt), "
@@ -135,18 +138,6 @@ def device_kind(device):
 NOT_REPORTED = "not reported"
 
 
-def reported(device, name):
-    """A device property (`max_clock_frequency`, ...) that the runtime reports as a
-    positive number, else None: some runtimes report 0, some raise, for what they
-    do not know. Arithmetic with device properties goes through here."""
-    try:
-        value = getattr(device, name)
-        value = int(value)
-    except (cl.Error, AttributeError, TypeError, ValueError):
-        return None
-    return value if value > 0 else None
-
-
 def compute_units(device):
     """The device's compute units, 1 when it reports none (work sized by it still runs)."""
     return reported(device, "max_compute_units") or 1
@@ -188,17 +179,13 @@ def device_summary(device):
 
 def default_work_group(device, largest=256):
     """The largest power of two up to `largest` that the device allows."""
-    from .launch import largest as fit
-
-    return fit(device, largest)
+    return launch.largest(device, largest)
 
 
 def check_work_group(device, size, local_bytes=0):
     """Raise a clear error (a ValueError) when the device cannot run a work-group
     of `size` work-items with `local_bytes` of local memory."""
-    from .launch import check
-
-    check(device, size, local_bytes)
+    launch.check(device, size, local_bytes)
 
 
 def require_fp64(device):

@@ -13,6 +13,7 @@ class KernelBuildError(RuntimeError):
 
 _programs = {}
 _kernels = {}
+_logs = {}  # program int_ptr -> {device int_ptr: build log}, for gpubook.resources
 
 
 def source(path):
@@ -52,12 +53,32 @@ def build(ctx, path, defines=None, extra=()):
             with warnings.catch_warnings():
                 # Non-empty compiler logs on success are chatter, not news.
                 warnings.simplefilter("ignore", cl.CompilerWarning)
-                _programs[key] = cl.Program(ctx, text).build(options=opts)
+                # On NVIDIA, ask ptxas for each kernel's registers, spills and barriers.
+                nv = ["-cl-nv-verbose"] if any("NVIDIA" in d.platform.name for d in ctx.devices) else []
+                prg = _programs[key] = cl.Program(ctx, text).build(options=opts + nv)
+            _logs[prg.int_ptr] = {d.int_ptr: prg.get_build_info(d, cl.program_build_info.LOG)
+                                  for d in ctx.devices}
         except cl.RuntimeError as err:
             raise KernelBuildError(
                 f"kernels/{name} failed to build with options {' '.join(opts) or '(none)'}:\n{err}"
             ) from None
     return _programs[key]
+
+
+def build_log(program, device):
+    """The compiler's log of a program's build for one device ('' when silent)."""
+    logs = _logs.get(program.int_ptr, {})
+    if device.int_ptr in logs:
+        return logs[device.int_ptr]
+    return program.get_build_info(device, cl.program_build_info.LOG)
+
+
+def built():
+    """(path, options, program, names of the kernels fetched from it) of every program built so far."""
+    fetched = {}
+    for prg_id, name in _kernels:
+        fetched.setdefault(prg_id, []).append(name)
+    return [(path, opts, prg, fetched.get(id(prg), [])) for (_, path, opts, _), prg in _programs.items()]
 
 
 def kernel(ctx, path, name, defines=None, extra=()):

@@ -9,11 +9,16 @@ shape falls back to the other limits, and to one work-item where none is known.
 """
 import pyopencl as cl
 
-from .device import reported
-
 
 class LaunchError(ValueError):
     """No work-group of the needed shape runs on this device."""
+
+
+def reported(device, name):
+    """A device property (`max_clock_frequency`, ...) that the runtime reports as a
+    positive number, else None: some runtimes report 0, some raise, for what they
+    do not know. Arithmetic with device properties goes through here."""
+    return _reported(lambda: getattr(device, name))
 
 
 def _reported(read):

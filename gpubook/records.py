@@ -5,6 +5,7 @@ import os
 import re
 
 from .paths import RESULTS
+from .resources import recorded_resources
 
 
 def device_slug(device):
@@ -42,6 +43,9 @@ def record(chapter, device, scale, data, root=None, force=False):
         "scale": scale,
         "data": _jsonable(data),
     }
+    used = recorded_resources(device)  # what each kernel built on this device uses, where it says
+    if used:
+        entry["resources"] = _jsonable(used)
     path.write_text(json.dumps(entry, indent=1) + "\n")
     return path
 

@@ -180,9 +180,13 @@ class Includ:
             if launch.local_memory(device) and 8 * n > launch.local_memory(device):
                 raise ValueError(f"a row of n = {n:,} doubles needs {8 * n:,} bytes of local memory; "
                                  f"{device.name.strip()} has {launch.local_memory(device):,}")
+            # by default the largest work-group that the built kernel allows (its registers decide)
             self.wg = launch.largest(device, 1024, lambda w: 8 * n) if wg is None else int(wg)
             launch.check(device, self.wg, 8 * n)
             self.kernel = kernel(ctx, f"lsq/{step}.cl", "includ_row_group", {"WG": self.wg, "NMAX": n})
+            while wg is None and self.wg > 1 and launch.why_not(device, self.wg, kern=self.kernel):
+                self.wg //= 2
+                self.kernel = kernel(ctx, f"lsq/{step}.cl", "includ_row_group", {"WG": self.wg, "NMAX": n})
             launch.check(device, self.wg, kern=self.kernel)
         else:
             self.wg = 1

@@ -4,7 +4,7 @@
 // writes it out to XT with adjacent work-items on adjacent examples
 // (coalesced writes). Each work-item moves TILE / ROWS elements each way.
 // The tile has one extra column: reading it by columns would otherwise
-// send all work-items of a wavefront to the same local memory bank.
+// send all work-items of a warp to the same local memory bank.
 // Neighbouring work-groups take neighbouring blocks of examples, so the
 // rows of XT are written in long runs.
 __kernel __attribute__((reqd_work_group_size(TILE, ROWS, 1)))

@@ -1,0 +1,134 @@
+"""The machine chapter's microbenchmarks on the local device at tiny sizes: the
+pointer chase's chain is one cycle and the walk ends where it says, the read and
+local-memory kernels read exactly what NumPy says, and the arithmetic and figures
+that read the measurements."""
+import math
+
+import matplotlib
+import numpy as np
+import pytest
+
+import gpubook as gb
+from gpubook import resources
+from gpubook.chapters import machine
+from gpubook.chapters import machine_figures as figures
+
+matplotlib.use("Agg")
+
+
+@pytest.fixture(scope="module")
+def dev():
+    device = gb.choose_device()
+    ctx, queue = gb.make_queue(device)
+    return device, ctx, queue
+
+
+@pytest.mark.parametrize("nbytes", [256, 4096, 65536])
+def test_chain_is_one_cycle_through_every_line(nbytes):
+    chain = machine.make_chain(nbytes, seed=3)
+    lines = nbytes // machine.LINE
+    assert sorted(chain.order.tolist()) == [k * machine.LINE // 4 for k in range(lines)]
+    assert machine.cycle_length(chain.next, int(chain.order[0])) == lines
+    assert chain.after(lines) == chain.order[0] and chain.after(1) == chain.next[chain.order[0]]
+
+
+def test_chain_rejects_bad_sizes():
+    for bad in (100, 128, 4096 + 64):
+        with pytest.raises(ValueError, match="multiple of 128 bytes"):
+            machine.make_chain(bad)
+
+
+def test_cycle_length_finds_a_chain_that_never_returns():
+    nxt = np.array([1, 2, 1], np.uint32)   # 0 -> 1 -> 2 -> 1: 0 is not on the cycle
+    with pytest.raises(ValueError, match="never returns"):
+        machine.cycle_length(nxt, 0)
+
+
+def test_pointer_chase_ends_where_the_chain_says(dev):
+    device, ctx, queue = dev
+    walker = machine.ChainWalker(ctx, queue, machine.make_chain(32 * machine.LINE, seed=5))
+    for steps in (1, 7, 32, 33, 100):
+        walker.launch(steps)
+        assert walker.where() == walker.chain.after(walker.walked)
+    walker.check()
+    walker.walked += 1            # a walk that does not stand where the chain says is caught
+    with pytest.raises(RuntimeError, match="pointer chase"):
+        walker.check()
+
+
+@pytest.mark.parametrize("blocked", [0, 1])
+def test_read_kernel_sums_what_numpy_says(dev, blocked):
+    device, ctx, queue = dev
+    reader = machine.Reader(ctx, queue, device, 2**14, "small", blocked=blocked)
+    assert reader.bytes_per_launch() % 2**14 == 0
+    for nbytes in (16, 2**10, 2**14):
+        reader.launch(nbytes).wait()
+        assert reader.read_sum() == reader.expected_sum(nbytes) > 0
+        reader.check(nbytes)
+    with pytest.raises(RuntimeError, match="read kernel"):
+        reader.check(2**10)       # the last launch read 16 KiB, not 1 KiB
+
+
+def test_local_stride_kernel_reads_what_numpy_says(dev):
+    device, ctx, queue = dev
+    bench = machine.LocalStride(ctx, queue, device, "small")
+    for stride in (1, 3, 32):
+        bench.launch(stride).wait()
+        bench.check(stride)
+    assert not np.array_equal(bench.reference(1), bench.reference(32))
+
+
+def test_bank_ways_is_gcd_with_32():
+    assert [machine.bank_ways(s) for s in (1, 2, 3, 4, 8, 12, 16, 31, 32)] == [1, 2, 1, 4, 8, 4, 16, 1, 32]
+
+
+def test_littles_law():
+    got = machine.bytes_in_flight(500.0, 4000.0, 100, resident_items=2048)
+    assert got["device_bytes"] == pytest.approx(2e6)
+    assert got["per_cu_bytes"] == pytest.approx(2e4)
+    assert got["per_item_bytes"] == pytest.approx(2e4 / 2048)
+    assert "per_item_bytes" not in machine.bytes_in_flight(100.0, 10.0, 2)
+
+
+def test_edge_finds_where_a_curve_crosses():
+    sizes = [2**k for k in range(12, 24)]
+    falling = [{"bytes": n, "rate": 100.0 if n <= 2**16 else 10.0} for n in sizes]
+    rising = [{"bytes": n, "ns": 2.0 if n < 2**20 else 500.0} for n in sizes]
+    assert machine.edge(falling, "rate") == 2**17
+    assert machine.edge(rising, "ns") == 2**20
+
+
+def test_working_sets_and_sizes(dev):
+    device, _, _ = dev
+    sizes = machine.working_sets(device, "small")
+    assert sizes[0] == 4096 and sizes[-1] == machine.largest_working_set(device, "small")
+    assert all(b > a and b & (b - 1) == 0 for a, b in zip(sizes, sizes[1:]))
+    assert sizes[-1] >= 2**26 or sizes[-1] == machine._pow2_floor(device.max_mem_alloc_size // 4)
+    assert machine.human_bytes(4096) == "4 KiB" and machine.human_bytes(3 * 2**29) == "1.5 GiB"
+
+
+def test_facts_and_figures_draw(dev):
+    device, _, _ = dev
+    f = machine.facts(device)
+    assert f["compute_units"] == device.max_compute_units and f["warp"] >= 1
+    fig = figures.execution_model(f, group_size=64)
+    lat = [{"bytes": 4096, "ns": 2.0}, {"bytes": 2**20, "ns": 300.0}]
+    bw = [{"bytes": 4096, "rate": 50.0}, {"bytes": 2**20, "rate": 10.0}]
+    levels = machine.hierarchy_levels(f, lat, bw, 80.0, 5.0, resources.ARCHS[(9, 0)])
+    assert levels[0][1] == "256 KiB per compute unit" and "300 ns" in levels[3][3]
+    fig2 = figures.hierarchy(levels, "levels", f["device"])
+    fig3 = figures.occupancy_curves(resources.ARCHS[(9, 0)], resources.occupancy, group_size=256)
+    stamps = {"queued": 0, "submit": 2000, "start": 9000, "end": 12000, "wall": 30e-6}
+    fig4 = figures.event_timeline({"tiny copy": stamps}, "events", f["device"])
+    bars = [p.get_width() for p in fig4.axes[0].patches]
+    assert bars == pytest.approx([2.0, 7.0, 3.0, 30.0])
+    for fg in (fig, fig2, fig3, fig4):
+        assert fg.get_facecolor()[:3] == (1.0, 1.0, 1.0)
+        matplotlib.pyplot.close(fg)
+
+
+def test_recorded_reads_this_chapters_record(dev, tmp_path):
+    device, _, _ = dev
+    assert machine.recorded(device, root=tmp_path) is None
+    gb.record("00_machine", device, "small", {"latency_ns": 123.0}, root=tmp_path, force=True)
+    assert math.isclose(machine.recorded(device, root=tmp_path)["latency_ns"], 123.0)
