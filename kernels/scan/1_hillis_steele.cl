@@ -8,9 +8,19 @@
 // gives sum_k TP_k, from which the host forms the fitness:
 //   F = (sum TP_k / P - sum FP_k / N) / n,  sum FP_k = n(n+1)/2 - sum TP_k.
 // out[0] = sum_k TP_k, out[1] = the number of positives.
+// Built with TRACE (gpubook.trace, for the chapter's figure), each work-item
+// of the first block records every addition of the scan: step = the round's
+// offset 2^r, index = the position whose value it adds to its own.
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void fitness_hs(__global const int *restrict labels, const int n, __global ulong *restrict out)
+void fitness_hs(__global const int *restrict labels, const int n, __global ulong *restrict out
+#ifdef TRACE
+                , __global int *trace
+#endif
+                )
 {
+#ifdef TRACE
+    TRACE_START;
+#endif
     __local T tmp[WG];
     __local ulong red[WG];
     const int lid = get_local_id(0);
@@ -23,6 +33,10 @@ void fitness_hs(__global const int *restrict labels, const int n, __global ulong
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int offset = 1; offset < WG; offset <<= 1) {
             const T left = lid >= offset ? tmp[lid - offset] : 0;
+#ifdef TRACE
+            if (base == 0 && lid >= offset)
+                TRACE_AT(offset, lid - offset);
+#endif
             barrier(CLK_LOCAL_MEM_FENCE);
             x += left;
             tmp[lid] = x;

@@ -6,9 +6,19 @@
 // barriers, instead of ITEMS*WG*log2(WG) additions and ITEMS*(2*log2(WG)+1)
 // barriers for step 1. The loads go through local memory so that they stay
 // coalesced. Same output as step 1.
+// Built with TRACE (gpubook.trace, for the chapter's figure), each work-item
+// of the first block records the labels it loads (step 0) and the labels it
+// then scans in its registers (step 1), as positions in the list.
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void fitness_we(__global const int *restrict labels, const int n, __global ulong *restrict out)
+void fitness_we(__global const int *restrict labels, const int n, __global ulong *restrict out
+#ifdef TRACE
+                , __global int *trace
+#endif
+                )
 {
+#ifdef TRACE
+    TRACE_START;
+#endif
     __local T tmp[2 * WG + 1];
     __local int stage[ITEMS * WG];
     __local ulong red[WG];
@@ -19,12 +29,20 @@ void fitness_we(__global const int *restrict labels, const int n, __global ulong
         for (int k = 0; k < ITEMS; ++k) {          // coalesced: neighbours read neighbours
             const int i = base + k * WG + lid;
             stage[k * WG + lid] = i < n ? labels[i] : 0;
+#ifdef TRACE
+            if (base == 0)
+                TRACE_AT(0, i);
+#endif
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         T run[ITEMS];
         T total = 0;
         for (int k = 0; k < ITEMS; ++k) {          // this work-item's ITEMS consecutive labels
             total += stage[lid * ITEMS + k];
+#ifdef TRACE
+            if (base == 0)
+                TRACE_AT(1, lid * ITEMS + k);
+#endif
             run[k] = total;
         }
         const T before = carry + wg_scan_inclusive(total, tmp) - total;

@@ -27,6 +27,8 @@
 //   CHECK     1: M, N and the rows need not be multiples of the tile
 // The rows k_begin..k_end are split into chunks of k_chunk rows, one per
 // get_group_id(1); chunk h writes its sums at c_off + h * c_stride.
+// Built with TRACE (gpubook.trace, for chapter 6's figure), each work-item
+// records every element of C it writes: step = its chunk h, index into c.
 #if FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
@@ -89,8 +91,15 @@ void register_tiles(__global const TYPE *restrict a, const int a_off, const int 
                     __global TYPE *restrict c, const int c_off, const int ldc,
                     const int M, const int N, const int k_begin, const int k_end,
                     const int k_chunk, const int c_stride, const int tiles_x,
-                    const TYPE alpha, const int accumulate)
+                    const TYPE alpha, const int accumulate
+#ifdef TRACE
+                    , __global int *trace
+#endif
+                    )
 {
+#ifdef TRACE
+    TRACE_START;
+#endif
     __local VT la[STAGES * K * TM / LV];  // la[k * TM/LV + v]: row k, columns LV*v..
     __local VT lb[STAGES * K * TN / LV];
     const int g = get_group_id(0);
@@ -185,6 +194,13 @@ void register_tiles(__global const TYPE *restrict a, const int a_off, const int 
         for (int hq = 0; hq < WN / LV; ++hq) {
             const int j = j0 + hq * (TX * LV) + tx * LV;
             __global TYPE *out = pc + (size_t)i * ldc + j;
+#ifdef TRACE
+            for (int r = 0; r < LV; ++r)
+#if CHECK
+                if (i < M && j + r < N)
+#endif
+                    TRACE_AT(get_group_id(1), (int)(out - c) + r);
+#endif
 #if GV > 1 && !CHECK
             const VT sum = alpha * JOIN(acc[p] + LV * hq);
             VECTOR(vstore, LV)(accumulate ? VECTOR(vload, LV)(0, out) + sum : sum, 0, out);

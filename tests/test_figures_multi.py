@@ -1,0 +1,29 @@
+"""Chapter 10's figure: the log of a shared queue taken by several threads,
+ordered and drawn for any number of devices."""
+import matplotlib.pyplot as plt
+import pytest
+
+from gpubook.chapters import multi, multi_figures as mf
+from gpubook.chapters.outofcore import blocks
+
+
+@pytest.mark.parametrize("devices", [1, 3])
+def test_a_shared_queue_log_orders_and_draws(devices):
+    work = multi.Work(blocks(10_000, 700))
+    multi.in_threads(lambda k: [None for _ in iter(lambda: work.take(k), None)], devices)
+    taken = work.by_worker(devices)
+    order = mf.take_order(taken)
+    assert sorted(n for *_, n in order) == list(range(15))
+    assert all(i0 == 700 * n for _, i0, _, n in order)        # the queue hands out blocks in row order
+    fig = mf.draw_taken(taken, [f"GPU {d}" for d in range(devices)])
+    assert len(fig.axes) == 2
+    plt.close("all")
+
+
+def test_bad_logs_are_refused():
+    with pytest.raises(ValueError, match="no blocks"):
+        mf.take_order([[], []])
+    with pytest.raises(ValueError, match="twice"):
+        mf.take_order([[(0, 5)], [(0, 5)]])
+    with pytest.raises(ValueError, match="names"):
+        mf.draw_taken([[(0, 5)]], ["a", "b"])
