@@ -7,15 +7,19 @@ NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 # The CPU device recorded as the second reference (PoCL's platform on the GPU host).
 CPU_CTX ?= portable
 
-.PHONY: book test run reference check-reference clean venv
+.PHONY: book test run lab reference check-reference clean venv
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.txt
+# The pins, then the helper package itself, editable (pyproject.toml), built with the
+# pinned setuptools already in the venv: no download of a build backend. The rm drops
+# the gpubook.pth path file that older venvs of the book used instead.
+$(VENV)/.installed: requirements.txt pyproject.toml
 	python3 -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
 	$(VPY) -m pip install -q -r requirements.txt
-	$(VPY) -c "import sysconfig, pathlib; pathlib.Path(sysconfig.get_paths()['purelib'], 'gpubook.pth').write_text('$(CURDIR)\n')"
+	rm -f $(VENV)/lib/python*/site-packages/gpubook.pth
+	$(VPY) -m pip install -qq --no-deps --no-build-isolation -e .
 	touch $@
 
 ## book: build the site into _build/html from the stored (reference) outputs
@@ -33,6 +37,13 @@ run: venv
 	$(VPY) tools/run_notebooks.py --out _build/local/notebooks $(NOTEBOOKS)
 	$(VENV)/bin/jupyter-book build _build/local
 	@echo "your site: _build/local/_build/html/index.html"
+
+## lab: JupyterLab on the notebooks with the book's venv (no browser is opened: follow the
+## printed link). LAB_PORT picks the port; when it is taken, tools/lab.py says so and
+## starts on a free one.
+LAB_PORT ?= 8888
+lab: venv
+	$(VPY) tools/lab.py --port $(LAB_PORT)
 
 ## reference: record the host CPU (PoCL), the vendor's libraries on the GPU where PyTorch has CUDA
 ## (results/<gpu>/vendor.json), then the GPU reference run (outputs stored in place)

@@ -1,6 +1,8 @@
 """Checks of the built site (after `make book`): pages, images, clean outputs,
 and chapters 0 and 9 rendered in headless Chromium with their images loaded."""
 import hashlib
+import html as html_lib
+import json
 import pathlib
 import re
 import shutil
@@ -47,6 +49,27 @@ def test_page_images_exist_and_outputs_are_clean(page):
     assert "CompilerWarning:" not in html and "RepeatedKernelRetrieval:" not in html
 
 
+def repository_url():
+    return yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
+
+
+def source_buttons(html):
+    """The hrefs of the page's repository and issues buttons, by kind."""
+    found = {}
+    for href, kind in re.findall(r'<a href="([^"]+)"[^>]*?class="[^"]*btn-source-(repository|issues)-button', html):
+        found.setdefault(kind, []).append(href.replace("&amp;", "&"))
+    return found
+
+
+@pytest.mark.parametrize("page", toc_files())
+def test_page_has_the_repository_and_issues_buttons(page):
+    url = repository_url()
+    buttons = source_buttons((HTML / f"{page}.html").read_text())
+    assert buttons.get("repository") == [url], f"{page}: repository button {buttons.get('repository')}, not {url}"
+    issues = buttons.get("issues", [])
+    assert len(issues) == 1 and issues[0].startswith(f"{url}/issues/new?"), f"{page}: issues button {issues}"
+
+
 def find_chromium():
     for name in ("chromium", "chromium-browser", "google-chrome"):
         if shutil.which(name):
@@ -88,6 +111,38 @@ def test_chapter_renders_with_images_loaded(tmp_path, name):
     total, broken = map(int, found.groups())
     assert total >= RENDERED[name], f"expected {name}'s plots, found {total} output images"
     assert broken == 0, f"{broken} of {total} images failed to load"
+
+
+@pytest.mark.skipif(find_chromium() is None, reason="no Chromium installed (.ci/run installs Debian's chromium)")
+def test_repository_button_opens_and_links_to_the_repository(tmp_path):
+    """Chapter 3 in Chromium: the source button is shown, a click opens its menu, and
+    the menu's repository entry is visible and links to _config.yml's repository."""
+    page = HTML / "notebooks" / "03_reduction.html"
+    probe = page.with_name("_button_probe.html")
+    script = """<script>window.addEventListener('load', () => {
+      const shown = e => !!e && e.getClientRects().length > 0 && e.getBoundingClientRect().width > 0;
+      const toggle = document.querySelector('.dropdown-source-buttons > button');
+      const link = document.querySelector('a.btn-source-repository-button');
+      const before = shown(link);
+      if (toggle) toggle.click();
+      setTimeout(() => document.body.setAttribute('data-button', JSON.stringify({
+        toggle: shown(toggle), before: before, after: shown(link), href: link ? link.href : null})), 500);
+    });</script></body>"""
+    probe.write_text(page.read_text().replace("</body>", script, 1))
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--no-first-run",
+             f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000"]
+    try:
+        dom = subprocess.run([find_chromium(), *flags, "--dump-dom", probe.as_uri()],
+                             capture_output=True, text=True, timeout=120).stdout
+    finally:
+        probe.unlink()
+    found = re.search(r"data-button=\"([^\"]+)\"", dom)
+    assert found, "the page's load handler did not run"
+    state = json.loads(html_lib.unescape(found.group(1)))
+    assert state["toggle"], "the source button is not shown"
+    assert not state["before"] and state["after"], f"the menu did not open on a click: {state}"
+    assert state["href"] == repository_url(), state
 
 
 @pytest.mark.skipif(find_chromium() is None, reason="no Chromium installed (.ci/run installs Debian's chromium)")

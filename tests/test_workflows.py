@@ -1,5 +1,6 @@
 """The GitHub workflows: actionlint finds nothing in them, the site is published
-with `make book` and pull requests run `make test`."""
+with `make book` (its buttons pointed at the repository that builds it) and pull
+requests run `make test`."""
 import pathlib
 import shutil
 import subprocess
@@ -9,6 +10,7 @@ import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 WORKFLOWS = ROOT / ".github" / "workflows"
+SET_REPOSITORY = ROOT / "tools" / "set_repository.py"
 
 
 def actionlint(*files):
@@ -68,3 +70,46 @@ def test_test_workflow_runs_make_test_on_pull_requests():
     wf = workflow("test.yml")
     assert "pull_request" in triggers(wf)
     assert "make test" in runs(wf)
+
+
+def test_pages_workflow_points_the_buttons_at_its_repository_before_building():
+    steps = [step for job in workflow("pages.yml")["jobs"].values() for step in job["steps"]]
+    runs = [step.get("run", "") for step in steps]
+    setting = next(i for i, run in enumerate(runs) if "tools/set_repository.py" in run)
+    assert setting < runs.index("make book")
+    env = steps[setting].get("env", {})
+    assert "${{ github.server_url }}/${{ github.repository }}" in env.values()
+
+
+def set_repository(config, *args):
+    """tools/set_repository.py run on a copy of _config.yml (the script edits the
+    _config.yml next to it, so the copy gets its own tools/ folder)."""
+    (config.parent / "tools").mkdir(exist_ok=True)
+    script = config.parent / "tools" / SET_REPOSITORY.name
+    script.write_text(SET_REPOSITORY.read_text())
+    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=30)
+
+
+def test_set_repository_writes_the_url_and_nothing_else(tmp_path):
+    config = tmp_path / "_config.yml"
+    original = (ROOT / "_config.yml").read_text()
+    config.write_text(original)
+    result = set_repository(config, "https://github.com/someone/gpu-book.git")
+    assert result.returncode == 0, result.stderr
+    text = config.read_text()
+    assert yaml.safe_load(text)["repository"] == {**yaml.safe_load(original)["repository"],
+                                                  "url": "https://github.com/someone/gpu-book"}
+    changed = [(a, b) for a, b in zip(original.splitlines(), text.splitlines()) if a != b]
+    assert len(changed) == 1 and len(original.splitlines()) == len(text.splitlines())
+
+
+def test_set_repository_refuses_a_bad_address_and_a_config_without_the_block(tmp_path):
+    config = tmp_path / "_config.yml"
+    original = (ROOT / "_config.yml").read_text()
+    config.write_text(original)
+    result = set_repository(config, "github.com/someone")
+    assert result.returncode != 0 and "not a repository address: 'github.com/someone'" in result.stderr
+    assert config.read_text() == original
+    config.write_text("title: a book\n")
+    result = set_repository(config, "https://github.com/someone/gpu-book")
+    assert result.returncode != 0 and "no `repository:` block" in result.stderr
