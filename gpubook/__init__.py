@@ -7,6 +7,7 @@ plots and recorded results.
 from .device import (DeviceChoiceError, chapter_needs_fp64, check_work_group, choose_device, device_kind,
                      device_summary, has_fp64, list_devices, make_queue, open_device, require_fp64)
 from . import launch
+from .host import host_baseline
 from .kernels import KernelBuildError, build, kernel, show_kernel
 from .launch import LaunchError
 from .limits import copy_gbs, fp32_gflops, fp64_gflops, h2d_gbs
@@ -14,7 +15,7 @@ from .plot import plot_sweep, plot_time_bars
 from .records import device_slug, load_results, other_devices, record, recorded_limits
 from .resources import arch_limits, kernel_resources, occupancy, ptx_lines, resource_table
 from .scale import scale
-from .show import glue, markdown_table
+from .show import glue, markdown_table, show_code
 from .tiles import TileError, label as tile_label
 from .timing import Timing, event_seconds, stats, sweep, table, time_events
 
@@ -26,6 +27,6 @@ __all__ = [
     "plot_sweep", "plot_time_bars", "TileError", "tile_label",
     "device_slug", "load_results", "other_devices", "record", "recorded_limits",
     "arch_limits", "kernel_resources", "occupancy", "ptx_lines", "resource_table",
-    "scale", "glue", "markdown_table",
+    "scale", "glue", "markdown_table", "show_code", "host_baseline",
     "Timing", "event_seconds", "stats", "sweep", "table", "time_events",
 ]

@@ -1,52 +1,80 @@
 """One plot style for every chapter: rates with their 20-80% band, other
-recorded devices faint behind this one, and the device limit as a line."""
+recorded devices drawn on top in their own grey line style, and the device
+limit as a line."""
 import matplotlib.pyplot as plt
 import numpy as np
 
-# Other recorded devices: the same colour as this device's curve of the same
-# variant, faint and dashed, one marker per device, and one legend entry per
-# device rather than per curve, so that the reader's own device stays in front.
-REF_STYLE = {"linestyle": "--", "linewidth": 1.0, "alpha": 0.45}
+# Other recorded devices: one grey, one line style and one marker per device, so
+# that none is mistaken for this device's curve of the same variant. They are
+# drawn above this device's curves (a curve that coincides with the reader's
+# stays visible), with their markers filled in the colour of the variant they
+# measured. One legend entry per device, on one of its drawn lines.
+THIS_ZORDER = 2.0
+REF_ZORDER = 3.0
+REF_GREYS = ("0.15", "0.4", "0.55", "0.3", "0.5", "0.2")
+REF_LINESTYLES = ("--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 2)), (0, (8, 3)))
 REF_MARKERS = ("s", "^", "v", "D", "P", "X")
 
 
-def _curves(ax, records, x_name, value, label_suffix="", style=None, band=True, colors=None, marker="o"):
-    """Draw one curve per variant; returns {variant: colour}."""
-    variants = list(dict.fromkeys(r["variant"] for r in records))
+def reference_style(i):
+    """The line style of the i-th other recorded device."""
+    n = len(REF_MARKERS)
+    return {"color": REF_GREYS[i % n], "linestyle": REF_LINESTYLES[i % n], "marker": REF_MARKERS[i % n],
+            "markeredgecolor": REF_GREYS[i % n], "markersize": 4, "linewidth": 1.2, "alpha": 0.9,
+            "zorder": REF_ZORDER}
+
+
+def _rows(records, variant, x_name):
+    return sorted((r for r in records if r["variant"] == variant), key=lambda r: r[x_name])
+
+
+def _curves(ax, records, x_name, value, band=True):
+    """This device's curves, one per variant, each with its band; returns {variant: colour}."""
     drawn = {}
-    for variant in variants:
-        rows = sorted((r for r in records if r["variant"] == variant), key=lambda r: r[x_name])
+    for variant in dict.fromkeys(r["variant"] for r in records):
+        rows = _rows(records, variant, x_name)
         xs = [r[x_name] for r in rows]
-        ys = [r[value] for r in rows]
-        extra = dict(style or {})
-        if colors is not None:
-            extra["color"] = colors.get(variant, "gray")
-        label = f"{variant}{label_suffix}" if label_suffix is not None else None
-        line, = ax.plot(xs, ys, marker=marker, markersize=3, label=label, **extra)
+        line, = ax.plot(xs, [r[value] for r in rows], marker="o", markersize=3, label=str(variant),
+                        zorder=THIS_ZORDER)
         drawn[variant] = line.get_color()
         if band and f"{value}_lo" in rows[0]:
             ax.fill_between(xs, [r[f"{value}_lo"] for r in rows], [r[f"{value}_hi"] for r in rows],
-                            color=line.get_color(), alpha=0.2, linewidth=0)
+                            color=line.get_color(), alpha=0.2, linewidth=0, zorder=THIS_ZORDER - 0.5)
     return drawn
 
 
+def _reference_curves(ax, i, name, records, x_name, value, colours):
+    """One recorded device's curves in its own style; the first drawn one carries the legend entry."""
+    style = reference_style(i)
+    records = [r for r in records if x_name in r and value in r]
+    variants = list(dict.fromkeys(r["variant"] for r in records))
+    several = len(variants) > 1
+    for k, variant in enumerate(variants):
+        rows = _rows(records, variant, x_name)
+        label = (f"{name} (recorded{', fill: variant' if several else ''})" if k == 0 else "_nolegend_")
+        ax.plot([r[x_name] for r in rows], [r[value] for r in rows], label=label,
+                markerfacecolor=colours.get(variant, "white"), **style)
+
+
 def plot_sweep(records, x_name, xlabel, ylabel, title, device_name, value="rate",
-               references=None, limits=(), logx=True, logy=False, ax=None):
+               references=None, limits=(), logx=True, logy=False, ax=None, yscale=None, xscale=None):
     """Plot a sweep's rates against x.
 
-    references: {device name: records} from other recorded devices, drawn faint
-    and dashed in the colour of the matching variant, one legend entry each.
-    limits: (value, label) pairs drawn as horizontal lines.
+    references: {device name: records} from other recorded devices, each drawn
+    on top in its own grey line style and marker (filled in the colour of the
+    matching variant of this device), one legend entry per device that has a
+    drawn curve. limits: (value, label) pairs drawn as horizontal lines.
+    yscale/xscale ("linear" or "log") override logy/logx: use a linear y axis
+    where the story is a ratio within one decade.
     """
     if ax is None:
         _, ax = plt.subplots(figsize=(7.5, 4.5))
-    colors = _curves(ax, records, x_name, value)
+    colours = _curves(ax, records, x_name, value)
     for i, (name, recs) in enumerate((references or {}).items()):
-        marker = REF_MARKERS[i % len(REF_MARKERS)]
-        _curves(ax, recs, x_name, value, label_suffix=None, style=REF_STYLE, band=False, colors=colors,
-                marker=marker)
-        ax.plot([], [], color="gray", marker=marker, markersize=3, label=f"{name} (recorded)", **REF_STYLE)
+        _reference_curves(ax, i, name, recs, x_name, value, colours)
     _limit_lines(ax, limits)
+    logx = _is_log(xscale, logx, "xscale")
+    logy = _is_log(yscale, logy, "yscale")
     if logx:
         ax.set_xscale("log", base=2)
     if logy:
@@ -56,8 +84,17 @@ def plot_sweep(records, x_name, xlabel, ylabel, title, device_name, value="rate"
     ax.set_title(f"{title}\n{device_name}", fontsize=11)
     ax.grid(True, which="major", alpha=0.3)
     # below the axes, where it can hide neither a curve nor a limit's label
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
     return ax
+
+
+def _is_log(scale, default, name):
+    if scale is None:
+        return bool(default)
+    if scale not in ("linear", "log"):
+        raise ValueError(f"{name} is 'linear' or 'log', not {scale!r}")
+    return scale == "log"
 
 
 def _limit_lines(ax, limits, close=1.5):
@@ -76,10 +113,12 @@ def _limit_lines(ax, limits, close=1.5):
 
 def plot_time_bars(runs, title, device_name, ax=None):
     """Stacked horizontal bars: for each labelled run, device seconds per kernel
-    ({label: {kernel: seconds}}), one colour per kernel name."""
+    ({label: {kernel: seconds}}), one colour per kernel name. A kernel that took
+    no time in any run gets neither a bar nor a legend entry."""
     if ax is None:
         _, ax = plt.subplots(figsize=(7.5, 0.45 * len(runs) + 2.4))
-    names = list(dict.fromkeys(k for by_kernel in runs.values() for k in by_kernel))
+    names = [k for k in dict.fromkeys(k for by_kernel in runs.values() for k in by_kernel)
+             if any(by_kernel.get(k, 0.0) > 0 for by_kernel in runs.values())]
     colours = plt.get_cmap("tab10" if len(names) <= 10 else "tab20").colors   # one per kernel, none repeated
     if len(names) > len(colours):
         raise ValueError(f"{len(names)} kernels, but only {len(colours)} distinct colours")
@@ -90,5 +129,6 @@ def plot_time_bars(runs, title, device_name, ax=None):
         left += secs
     ax.set_xlabel("device time of one factorisation, seconds (sum of kernel events)")
     ax.set_title(f"{title}\n{device_name}", fontsize=11)
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, frameon=False)
+    if names:
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, frameon=False)
     return ax

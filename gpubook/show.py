@@ -1,4 +1,5 @@
-"""Small tables shown in the page as Markdown."""
+"""What the page shows as Markdown: small tables, the package's host code, glued numbers."""
+from .paths import ROOT
 
 
 def markdown_table(rows, header=True):
@@ -11,6 +12,64 @@ def markdown_table(rows, header=True):
     lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
     lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
     return Markdown("\n".join(lines))
+
+
+def _code_lines(obj):
+    """(path relative to the repository, qualified name, dedented source lines) of obj."""
+    import inspect
+    import textwrap
+    from pathlib import Path
+
+    target = inspect.unwrap(obj.fget if isinstance(obj, property) else obj)
+    target = getattr(target, "__func__", target)
+    if not (inspect.isroutine(target) or inspect.isclass(target) or inspect.ismodule(target)):
+        raise TypeError(f"show_code shows a function, method, class or module, not {type(obj).__name__}")
+    try:
+        lines, _ = inspect.getsourcelines(target)
+        path = Path(inspect.getsourcefile(target)).resolve()
+    except (OSError, TypeError) as err:
+        raise ValueError(f"no Python source for {obj!r}: {err}") from None
+    try:
+        where = path.relative_to(ROOT).as_posix()
+    except ValueError:
+        where = path.name
+    name = getattr(target, "__qualname__", getattr(target, "__name__", ""))
+    return where, name, textwrap.dedent("".join(lines)).rstrip("\n").split("\n")
+
+
+def _pick(lines, start, end, what):
+    """Lines from the first containing `start` to the first later one containing `end`."""
+    if start is None:
+        if end is not None:
+            raise ValueError("end needs a start")
+        return lines
+    first = next((i for i, line in enumerate(lines) if start in line), None)
+    if first is None:
+        raise ValueError(f"no line of {what} contains {start!r}")
+    last = len(lines) - 1
+    if end is not None:
+        last = next((i for i in range(first, len(lines)) if end in lines[i]), None)
+        if last is None:
+            raise ValueError(f"no line of {what} after {start!r} contains {end!r}")
+    return lines[first:last + 1]
+
+
+def show_code(obj, start=None, end=None):
+    """Show the Python source of a package function or method in the page.
+
+    The host code that enqueues a kernel (its global and local sizes, its
+    arguments and events) lives in the package; this displays it, read from the
+    package itself, as a highlighted Python block whose first line says where it
+    lives, e.g. `gpubook/chapters/scan.py`, `DeviceScan.enqueue`. start/end pick
+    lines as show_kernel does: from the first line containing `start` up to and
+    including the first later line containing `end`.
+    """
+    from IPython.display import Markdown
+
+    where, name, lines = _code_lines(obj)
+    lines = _pick(lines, start, end, name or where)
+    head = f"`{where}`, `{name}`" if name else f"`{where}`"
+    return Markdown(head + "\n\n```python\n" + "\n".join(lines) + "\n```")
 
 
 GLUE_PREFIX = "application/papermill.record/"

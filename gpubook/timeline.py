@@ -21,18 +21,27 @@ def busy_ms(rows, lane):
     return sum(e - s for ln, _, s, e in rows if ln == lane)
 
 
-def plot_timeline(rows, title, device_name, ax=None):
-    """One bar per command, one row per lane, a colour per label."""
+def plot_timeline(rows, title, device_name, ax=None, min_width=0.003):
+    """One bar per command, one row per lane, a colour per label.
+
+    A command shorter than `min_width` of the whole span is drawn that wide,
+    so that every label in the legend has a bar one can see; each label has
+    one legend entry, on one of its bars."""
     if ax is None:
         _, ax = plt.subplots(figsize=(9, 2.2 + 0.5 * len({r[0] for r in rows})))
     lanes = list(dict.fromkeys(r[0] for r in rows))
     labels = list(dict.fromkeys(r[1] for r in rows))
     colours = {label: f"C{i}" for i, label in enumerate(labels)}
+    span = max(r[3] for r in rows) - min(r[2] for r in rows)
+    shortest = min_width * span
+    in_legend = set()
     for y, lane in enumerate(lanes):
         for label in labels:
-            bars = [(s, e - s) for ln, lb, s, e in rows if ln == lane and lb == label]
+            bars = [(s, max(e - s, shortest)) for ln, lb, s, e in rows if ln == lane and lb == label]
             if bars:
-                ax.broken_barh(bars, (y - 0.35, 0.7), color=colours[label], label=label)
+                ax.broken_barh(bars, (y - 0.35, 0.7), color=colours[label],
+                               label="_nolegend_" if label in in_legend else label)
+                in_legend.add(label)
     ax.set_yticks(range(len(lanes)), lanes)
     ax.set_ylim(len(lanes) - 0.5, -0.5)
     ax.set_xlabel("time since the first command started (ms)")

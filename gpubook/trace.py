@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyopencl as cl
 
+from . import launch
 from .kernels import KernelBuildError, _log_use, options, source
 
 MAX_ITEMS = 4096          # work-items per traced launch
@@ -179,6 +180,8 @@ def run(ctx, queue, path, name, global_size, local_size, args, defines=None, eve
     gsize, lsize = _shape(global_size, "global size"), _shape(local_size, "local size")
     opts = options({**(defines or {}), "TRACE": 1, "TRACE_ITEMS": items, "TRACE_EVENTS": events})
     knl = cl.Kernel(_program(ctx, path, opts), name)
+    # a trace shows one work-group shape: a device that cannot run it says so clearly
+    launch.check(queue.device, int(np.prod(lsize)), kern=knl)
     mf = cl.mem_flags
     host = np.full(items + items * events * len(FIELDS), -1, np.int32)
     host[:items] = 0

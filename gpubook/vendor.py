@@ -1,20 +1,33 @@
 """The GPU vendor's own libraries on this device: the anchors the book's kernels
 are measured against.
 
-On an NVIDIA GPU host whose Python has PyTorch with CUDA, PyTorch calls the
-vendor's libraries: `torch.sum` and `torch.cumsum` run CUB's reduction and scan,
-a float32 matrix product runs cuBLAS, `torch.linalg.qr` runs cuSOLVER. `measure`
-times them with CUDA events on the same GPU as the chapter's OpenCL device, in
-the same run, and records them in results/<device>/vendor.json. Anywhere else
-it says in one line why it measured nothing and returns None; `recorded` then
-gives the figures stored from the reference devices' runs.
+On an NVIDIA GPU host, each figure calls the vendor's code for the chapter's
+job, timed with CUDA events on the same GPU as the chapter's OpenCL device, in
+the same run, and recorded in results/<device>/vendor.json with `what`, the
+exact call:
+
+- the same job: cuBLAS SSYRK through CuPy (`syrk`: XᵀX's lower triangle, as
+  chapter 6 computes it), and CUB's DeviceReduce::Sum and
+  DeviceScan::InclusiveSum called directly (`cub_sum`, `cub_scan`) from a small
+  CUDA program, gpubook/vendor_cub.cu, built here with `nvcc -O3 -arch=native`
+  (CuPy's own CUB bindings when there is no nvcc);
+- second lines, through PyTorch: `torch.sum` and `torch.cumsum` (CUB inside
+  PyTorch), a full float32 product (`torch.matmul`, cuBLAS GEMM), cuSOLVER's QR,
+  and a pinned host→device copy.
+
+Anywhere else `measure` says in one line why it measured nothing and returns
+None; `recorded` then gives the figures stored from the reference devices' runs.
 
     python -m gpubook.vendor          measure every figure on this host's GPU
                                       (recorded when GPUBOOK_RECORD=1)
+    python -m gpubook.vendor syrk cub_sum cub_scan     only these
+    python -m gpubook.vendor --compare-cub             CUB called directly against CuPy's
+                                                       bindings of it (nothing recorded)
 """
 import datetime
 from dataclasses import dataclass
 
+from . import vendor_cub
 from .records import device_slug, load_results, record
 from .scale import scale as scale_for
 from .timing import stats
@@ -30,29 +43,50 @@ class Figure:
     full: tuple       # shape at full scale
     small: tuple      # shape at small scale
     repeats: int
+    way: str = "torch"  # what calls it: "torch", "cupy" or "cub" (the nvcc program, else CuPy's bindings)
+    what: str = ""      # the exact call, recorded with the figure
 
 
 FIGURES = {
-    "sum": Figure("CUB sum (torch.sum), float32", "GB/s read", (2**28,), (2**22,), 20),
+    # the same jobs as the chapters: every ratio to a vendor in the prose is to these
+    "syrk": Figure("cuBLAS SSYRK, lower (cupy.cublas.syrk), float32", "TFLOP/s (m·n·(n+1))",
+                   (131_072, 4_096), (8_192, 512), 10, "cupy",
+                   "cupy.cublas.syrk('T', x, out=c, lower=True) with x (m, n) and c (n, n) C-contiguous float32: "
+                   "cublasSsyrk(uplo=UPPER, trans=N, n, k=m, lda=n, ldc=n) on the column-major view, "
+                   "which is the lower triangle of XᵀX row-major"),
+    "cub_sum": Figure("CUB DeviceReduce::Sum, called directly, float32", "GB/s read",
+                      (2**28,), (2**22,), 20, "cub",
+                      "cub::DeviceReduce::Sum(temp, bytes, in, out, n) on float32 (gpubook/vendor_cub.cu)"),
+    "cub_scan": Figure("CUB DeviceScan::InclusiveSum, called directly, float32", "GB/s read + written",
+                       (2**28,), (2**22,), 20, "cub",
+                       "cub::DeviceScan::InclusiveSum(temp, bytes, in, out, n) on float32, out of place "
+                       "(gpubook/vendor_cub.cu)"),
+    # second lines, through PyTorch
+    "sum": Figure("CUB sum (torch.sum), float32", "GB/s read", (2**28,), (2**22,), 20, "torch",
+                  "torch.sum(x) on float32"),
     "cumsum": Figure("CUB inclusive scan (torch.cumsum), float32", "GB/s read + written",
-                     (2**28,), (2**22,), 20),
+                     (2**28,), (2**22,), 20, "torch", "torch.cumsum(x, 0, out=y) on float32"),
     "xtx": Figure("cuBLAS XᵀX (torch.matmul), float32, no TF32", "TFLOP/s (2·m·n²)",
-                  (131_072, 4_096), (8_192, 512), 10),
+                  (131_072, 4_096), (8_192, 512), 10, "torch",
+                  "torch.matmul(x.T, x, out=c) on float32 with allow_tf32=False (a full GEMM)"),
     # R only (cuSOLVER's geqrf), the factor that least squares and chapter 8's
     # row updates need; forming Q too costs about a quarter more time on an H200.
     "qr": Figure("cuSOLVER QR, R only (torch.linalg.qr, mode='r'), float64", "GFLOP/s (2·m·n² − 2n³/3)",
-                 (25_000, 5_000), (2_000, 400), 5),
+                 (25_000, 5_000), (2_000, 400), 5, "torch", "torch.linalg.qr(a, mode='r') on float64"),
     "h2d": Figure("host→device copy from pinned memory (Tensor.copy_)", "GB/s",
-                  (2**28,), (2**22,), 10),
+                  (2**28,), (2**22,), 10, "torch", "dst.copy_(pinned_host, non_blocking=True) on float32"),
 }
 
 
 def amount(figure, shape):
     """The work of one call in the unit of the figure's rate (GB, TFLOP, GFLOP)."""
-    if figure == "sum":
+    if figure in ("sum", "cub_sum"):
         return 4 * shape[0] / 1e9
-    if figure == "cumsum":
+    if figure in ("cumsum", "cub_scan"):
         return 8 * shape[0] / 1e9
+    if figure == "syrk":    # the lower triangle with its diagonal: n(n+1)/2 dot products of length m
+        m, n = shape
+        return m * n * (n + 1) / 1e12
     if figure == "xtx":
         m, n = shape
         return 2 * m * n * n / 1e12
@@ -72,54 +106,116 @@ def _import_torch():
     return torch
 
 
+def _import_cupy():
+    try:
+        import cupy
+    except ImportError:
+        return None
+    return cupy
+
+
 def _say(line, quiet):
     if not quiet:
         print(f"vendor libraries: {line}")
 
 
-def cuda_index(device, torch):
-    """The CUDA index of the GPU that the OpenCL `device` is, or the reason there is none."""
-    if "nvidia" not in device.vendor.lower():
-        return None, f"{device.name.strip()} is not an NVIDIA GPU; the vendor figures cover NVIDIA's libraries"
-    if torch is None:
-        return None, "PyTorch is not installed here, so cuBLAS, CUB and cuSOLVER are not measured"
-    if not torch.cuda.is_available():
-        return None, "PyTorch has no CUDA device here"
+def _not_nvidia(device):
+    return f"{device.name.strip()} is not an NVIDIA GPU; the vendor figures cover NVIDIA's libraries"
+
+
+def _same_gpu(device, gpus, who):
+    """The CUDA index among `gpus` ([(index, name, PCI bus or None)]) that the OpenCL
+    `device` is, or the reason there is none; `who` names what listed them."""
     name = device.name.strip().lower()
-    same = [i for i in range(torch.cuda.device_count())
-            if torch.cuda.get_device_name(i).strip().lower() == name]
+    same = [(i, bus) for i, gpu_name, bus in gpus if gpu_name.strip().lower() == name]
     if len(same) > 1:  # several GPUs of one model: tell them apart by PCI bus
         try:
             bus = device.pci_bus_id_nv
-            same = [i for i in same if getattr(torch.cuda.get_device_properties(i), "pci_bus_id", bus) == bus]
+            same = [(i, b) for i, b in same if b is None or b == bus] or same[:1]
         except Exception:  # noqa: BLE001 - no bus id on this driver: keep the first of the model
             pass
     if not same:
-        return None, f"PyTorch sees no CUDA device named {device.name.strip()!r}"
-    return same[0], None
+        return None, f"{who} sees no CUDA device named {device.name.strip()!r}"
+    return same[0][0], None
 
 
-def _cuda_timing(torch, fn, repeats, warmup=1):
+def cuda_index(device, torch):
+    """The CUDA index of the GPU that the OpenCL `device` is, or the reason there is none."""
+    if "nvidia" not in device.vendor.lower():
+        return None, _not_nvidia(device)
+    if torch is None:
+        return None, "PyTorch is not installed here"
+    if not torch.cuda.is_available():
+        return None, "PyTorch has no CUDA device here"
+    gpus = [(i, torch.cuda.get_device_name(i), getattr(torch.cuda.get_device_properties(i), "pci_bus_id", None))
+            for i in range(torch.cuda.device_count())]
+    return _same_gpu(device, gpus, "PyTorch")
+
+
+def cupy_index(device, cupy):
+    """cuda_index through CuPy."""
+    if cupy is None:
+        return None, "CuPy is not installed here"
+    try:
+        rt = cupy.cuda.runtime
+        gpus = []
+        for i in range(rt.getDeviceCount()):
+            props = rt.getDeviceProperties(i)
+            name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+            gpus.append((i, name, props.get("pciBusID")))
+    except Exception as err:  # noqa: BLE001 - no driver, no device: say so
+        return None, f"CuPy has no CUDA device here ({_first_line(err)})"
+    return _same_gpu(device, gpus, "CuPy")
+
+
+def _first_line(err):
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def _event_timing(new_event, elapsed_ms, synchronize, fn, repeats, warmup=1, prepare=None):
     """Seconds per call of `fn`, timed with CUDA events around each call.
 
-    An untimed call goes first in every repeat: it keeps the GPU busy while the
-    host enqueues the events and the timed call, so the span holds the GPU's
-    time for the call, not the host's time to launch it (the OpenCL events of
-    the book's own kernels measure the same thing)."""
+    An untimed call goes first in every repeat (or `prepare`, when a call
+    consumes its input): it keeps the GPU busy while the host enqueues the
+    events and the timed call, so the span holds the GPU's time for the call,
+    not the host's time to launch it (the OpenCL events of the book's own
+    kernels measure the same thing)."""
     for _ in range(warmup):
         fn()
-    torch.cuda.synchronize()
+    synchronize()
     seconds = []
     for _ in range(repeats):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        fn()
+        start, end = new_event(), new_event()
+        (prepare or fn)()
         start.record()
         fn()
         end.record()
         end.synchronize()
-        seconds.append(start.elapsed_time(end) * 1e-3)
+        seconds.append(elapsed_ms(start, end) * 1e-3)
     return stats(seconds)
+
+
+def _cuda_timing(torch, fn, repeats, warmup=1, prepare=None):
+    """_event_timing with PyTorch's CUDA events."""
+    return _event_timing(lambda: torch.cuda.Event(enable_timing=True), lambda a, b: a.elapsed_time(b),
+                         torch.cuda.synchronize, fn, repeats, warmup, prepare)
+
+
+def _cupy_timing(cupy, fn, repeats, warmup=1, prepare=None):
+    """_event_timing with CuPy's CUDA events."""
+    return _event_timing(cupy.cuda.Event, cupy.cuda.get_elapsed_time, cupy.cuda.runtime.deviceSynchronize,
+                         fn, repeats, warmup, prepare)
+
+
+def _entry(figure, shape, t, error, label=None, what=None, **versions):
+    """One figure's record: its call, its time (median, 20-80%), rate and error."""
+    work = amount(figure, shape)
+    return {"figure": figure, "label": label or FIGURES[figure].label, "unit": FIGURES[figure].unit,
+            "what": what or FIGURES[figure].what, "shape": list(shape),
+            "median_s": t.median, "q20_s": t.q20, "q80_s": t.q80,
+            "rate": work / t.median, "rate_lo": work / t.q80, "rate_hi": work / t.q20,
+            "rel_error": error, "date": datetime.date.today().isoformat(), **versions}
 
 
 def _workload(torch, figure, shape, dev):
@@ -178,35 +274,15 @@ def _measure_one(torch, figure, shape, dev, repeats):
     run, check = _workload(torch, figure, shape, dev)
     t = _cuda_timing(torch, run, repeats)
     torch.cuda.synchronize()
-    error = check()
-    work = amount(figure, shape)
-    return {"figure": figure, "label": FIGURES[figure].label, "unit": FIGURES[figure].unit,
-            "shape": list(shape), "median_s": t.median, "q20_s": t.q20, "q80_s": t.q80,
-            "rate": work / t.median, "rate_lo": work / t.q80, "rate_hi": work / t.q20,
-            "rel_error": error, "date": datetime.date.today().isoformat(),
-            "torch": torch.__version__, "cuda": torch.version.cuda}
+    return _entry(figure, shape, t, check(), torch=torch.__version__, cuda=torch.version.cuda)
 
 
-def measure(device, figures=tuple(FIGURES), shapes=None, scale=None, quiet=False):
-    """Measure vendor figures on the GPU that the OpenCL `device` is.
-
-    figures: names from FIGURES. shapes: {figure: shape} for a chapter's own
-    problem; others take the scale's default. Returns {figure: entry} with the
-    time (median, 20-80%), the rate in the figure's unit, the relative error
-    of the result against float64, and the date; None, after one line saying
-    why, when nothing could be measured here. Never raises for a missing or
-    failing library: a chapter must run on every device.
-    """
-    figures = [figures] if isinstance(figures, str) else list(figures)
-    for f in figures:
-        amount(f, (1, 1))  # unknown names fail here, before any GPU work
+def _with_torch(device, figures, shapes, size):
+    """The PyTorch figures: ({figure: entry}, the reason for those not measured or None)."""
     torch = _import_torch()
     index, why = cuda_index(device, torch)
     if index is None:
-        _say(why, quiet)
-        return None
-    size = scale or scale_for(device)
-    shapes = shapes or {}
+        return {}, why
     dev = torch.device("cuda", index)
     tf32 = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = False  # full float32 products, as OpenCL's
@@ -218,15 +294,160 @@ def measure(device, figures=tuple(FIGURES), shapes=None, scale=None, quiet=False
                 found[f] = _measure_one(torch, f, shape, dev, FIGURES[f].repeats)
                 torch.cuda.empty_cache()
     except RuntimeError as err:  # out of memory, a driver error: say so, keep the chapter going
-        _say(f"measuring failed on {device.name.strip()}: {str(err).splitlines()[0]}", quiet)
-        return None
+        return found, f"measuring failed on {device.name.strip()}: {_first_line(err)}"
     finally:
         torch.backends.cuda.matmul.allow_tf32 = tf32
-    _say(f"measured {', '.join(found)} on {device.name.strip()} with PyTorch {torch.__version__} "
-         f"(CUDA {torch.version.cuda}) in this run", quiet)
+    return found, None
+
+
+def _cupy_workload(cupy, figure, shape):
+    """(the call to time, a check returning its relative error against float64, what
+    to run before each timed call or None) for the figures CuPy calls."""
+    f32, f64 = cupy.float32, cupy.float64
+    if figure == "syrk":
+        from cupy import cublas
+
+        x = cupy.random.RandomState(8).standard_normal(shape, dtype=f32)
+        c = cupy.zeros((shape[1], shape[1]), dtype=f32)  # C-contiguous: cuBLAS writes it in place, no copy
+
+        def check():
+            part = x[:, :64].astype(f64)
+            ref = cupy.tril(part.T @ part)
+            return float(cupy.max(cupy.abs(cupy.tril(c[:64, :64]).astype(f64) - ref)) / cupy.max(cupy.abs(ref)))
+        return (lambda: cublas.syrk("T", x, out=c, lower=True)), check, None
+    if figure in ("cub_sum", "cub_scan"):
+        from cupy.cuda import cub
+
+        x = cupy.random.RandomState(8).random_sample(shape, dtype=f32)
+        if figure == "cub_sum":
+            out = {}
+
+            def run():
+                out["s"] = cub.device_reduce(x, cub.CUPY_CUB_SUM, ())
+
+            def check():
+                ref = float(cupy.sum(x, dtype=f64))
+                return abs(float(out["s"]) - ref) / ref
+            return run, check, None
+        y = x.copy()  # CuPy's scan works in place: a fresh copy of x before each timed call
+
+        def check():
+            ref = cupy.cumsum(x.astype(f64))
+            return float(cupy.max(cupy.abs(y - ref) / cupy.maximum(ref, 1e-30)))
+        return (lambda: cub.device_scan(y, cub.CUPY_CUB_CUMSUM)), check, (lambda: y.__setitem__(Ellipsis, x))
+    raise ValueError(f"CuPy does not measure {figure!r}")
+
+
+CUPY_CUB = {"cub_sum": ("CUB DeviceReduce::Sum (cupy.cuda.cub.device_reduce), float32",
+                        "cupy.cuda.cub.device_reduce(x, CUPY_CUB_SUM, ()) on float32: CuPy's own build of CUB"),
+            "cub_scan": ("CUB DeviceScan::InclusiveSum (cupy.cuda.cub.device_scan), float32",
+                         "cupy.cuda.cub.device_scan(y, CUPY_CUB_CUMSUM) on float32, in place after a copy "
+                         "of x into y: CuPy's own build of CUB")}
+
+
+def _with_cupy(device, figures, shapes, size):
+    """The figures CuPy calls (cuBLAS SSYRK; CUB through CuPy's bindings)."""
+    cupy = _import_cupy()
+    index, why = cupy_index(device, cupy)
+    if index is None:
+        return {}, why
+    found = {}
+    try:
+        with cupy.cuda.Device(index):
+            versions = {"cupy": cupy.__version__,
+                        "cuda": vendor_cub.version_name(cupy.cuda.runtime.runtimeGetVersion())}
+            for f in figures:
+                shape = tuple(shapes.get(f, getattr(FIGURES[f], size)))
+                run, check, prepare = _cupy_workload(cupy, f, shape)
+                t = _cupy_timing(cupy, run, FIGURES[f].repeats, prepare=prepare)
+                cupy.cuda.runtime.deviceSynchronize()
+                label, what = CUPY_CUB.get(f, (None, None))
+                found[f] = _entry(f, shape, t, check(), label, what, **versions)
+                cupy.get_default_memory_pool().free_all_blocks()
+    except Exception as err:  # noqa: BLE001 - out of memory, a library error: say so, keep the chapter going
+        return found, f"measuring failed on {device.name.strip()}: {_first_line(err)}"
+    return found, None
+
+
+def _with_nvcc(device, figures, shapes, size):
+    """CUB's own functions called directly, from gpubook/vendor_cub.cu built with nvcc."""
+    exe, why = vendor_cub.build(gpu=device.name.strip())
+    if exe is None:
+        return {}, why
+    found = {}
+    try:
+        index, why = _same_gpu(device, vendor_cub.devices(exe), "vendor_cub")
+        if index is None:
+            return {}, why
+        for f in figures:
+            shape = tuple(shapes.get(f, getattr(FIGURES[f], size)))
+            out = vendor_cub.run(exe, "sum" if f == "cub_sum" else "scan", shape[0], FIGURES[f].repeats, index)
+            found[f] = _entry(f, shape, stats([ms * 1e-3 for ms in out["ms"]]), out["rel_error"],
+                              cub=out["cub"], cuda=out["cudart"], nvcc=" ".join(vendor_cub.NVCC_FLAGS))
+    except vendor_cub.CubError as err:
+        return found, f"{err} on {device.name.strip()}"
+    return found, None
+
+
+def _with_cub(device, figures, shapes, size, way=None):
+    """CUB called directly (nvcc); CuPy's bindings of it where nvcc cannot build or
+    run the program. way: "nvcc" or "cupy" to use only that one."""
+    if way == "cupy":
+        return _with_cupy(device, figures, shapes, size)
+    found, why = _with_nvcc(device, figures, shapes, size)
+    if why is None or way == "nvcc":
+        return found, why
+    more, why_cupy = _with_cupy(device, [f for f in figures if f not in found], shapes, size)
+    found.update(more)
+    return found, (None if why_cupy is None else f"{why}; {why_cupy}")
+
+
+WAYS = {"torch": _with_torch, "cupy": _with_cupy, "cub": _with_cub}
+
+
+def measure(device, figures=tuple(FIGURES), shapes=None, scale=None, quiet=False, cub_way=None):
+    """Measure vendor figures on the GPU that the OpenCL `device` is.
+
+    figures: names from FIGURES. shapes: {figure: shape} for a chapter's own
+    problem; others take the scale's default. Returns {figure: entry} with the
+    exact call (`what`), the time (median, 20-80%), the rate in the figure's
+    unit, the relative error of the result against float64, and the date; None,
+    after one line saying why, when nothing could be measured here. Figures
+    whose library is missing are left out and named in that line. Never raises
+    for a missing or failing library: a chapter must run on every device.
+    cub_way: "nvcc" or "cupy" forces how CUB is called (for comparing the two;
+    nothing is recorded then).
+    """
+    figures = [figures] if isinstance(figures, str) else list(figures)
+    for f in figures:
+        amount(f, (1, 1))  # unknown names fail here, before any GPU work
+    if cub_way not in (None, "nvcc", "cupy"):
+        raise ValueError(f"cub_way is 'nvcc' or 'cupy', not {cub_way!r}")
+    if "nvidia" not in device.vendor.lower():
+        _say(_not_nvidia(device), quiet)
+        return None
+    size = scale or scale_for(device)
+    shapes = shapes or {}
+    found, missing = {}, []
+    for way, measure_with in WAYS.items():
+        group = [f for f in figures if FIGURES[f].way == way]
+        if not group:
+            continue
+        extra = {"way": cub_way} if way == "cub" else {}
+        got, why = measure_with(device, group, shapes, size, **extra)
+        found.update(got)
+        if why is not None:
+            missing.append(f"{why} ({', '.join(f for f in group if f not in got)} not measured)")
+    found = {f: found[f] for f in figures if f in found}
+    if not found:
+        _say("; ".join(missing), quiet)
+        return None
+    calls = sorted({k + " " + str(e[k]) for e in found.values() for k in ("torch", "cupy", "cub") if k in e})
+    _say(f"measured {', '.join(found)} on {device.name.strip()} in this run ({', '.join(calls)})"
+         + (f"; {'; '.join(missing)}" if missing else ""), quiet)
     # vendor.json keeps the standard shapes only; a chapter records its own shapes itself
     standard = {f: e for f, e in found.items() if tuple(e["shape"]) == getattr(FIGURES[f], size)}
-    if standard:
+    if standard and cub_way is None:
         save(device, size, standard)
     return found
 
@@ -261,12 +482,24 @@ def recorded_lines(figure, exclude=None, root=None, fmt="{:,.0f}"):
             if exclude is None or device_slug(name) != device_slug(exclude)]
 
 
-def main():
+def main(argv=None):
+    """python -m gpubook.vendor [FIGURE ...] [--compare-cub]"""
+    import sys
+
     from .device import choose_device
 
+    args = list(sys.argv[1:] if argv is None else argv)
+    compare = "--compare-cub" in args
+    figures = [a for a in args if a != "--compare-cub"] or list(FIGURES)
     device = choose_device()
-    for entry in (measure(device) or {}).values():
+    if compare:  # CUB called directly against CuPy's bindings of it, same sizes, nothing recorded
+        for way in ("nvcc", "cupy"):
+            for entry in (measure(device, ("cub_sum", "cub_scan"), cub_way=way) or {}).values():
+                print(f"{way}: {describe(entry)}")
+        return
+    for entry in (measure(device, figures) or {}).values():
         print(describe(entry))
+        print(f"    what: {entry.get('what', '(not recorded)')}")
 
 
 if __name__ == "__main__":

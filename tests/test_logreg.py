@@ -112,6 +112,8 @@ def device_trainer():
     ("work_items", 8, {}), ("tree", 16, {}), ("float4", 4, {}), ("float4", 2, {}),
     ("fast", 32, {"SHUFFLE": 0, "RADIX": 4, "IN_REGS": 8}),
     ("fast", 64, {"SHUFFLE": 0, "RADIX": 16, "IN_REGS": 1}),
+    ("fast", 32, {"SHUFFLE": 0, "RADIX": 2, "IN_REGS": 0, "SLICES": 1}),
+    ("fast", 16, {"SHUFFLE": 0, "RADIX": 4, "IN_REGS": 8, "SLICES": 1}),
 ])
 def test_kernels_train_like_the_reference(device_trainer, step, N, defines):
     device, ctx, trainer = device_trainer
@@ -169,3 +171,43 @@ def test_benchmark_opens_the_chapter(capsys):
     assert (prob.J, prob.K) == (2048, 8) and trainer.prob is prob and numpy_rate > 0
     assert "NumPy on the host CPU" in capsys.readouterr().out
     assert lr.benchmark(ctx, queue, "small", name, with_numpy=False)[2] is None
+
+
+def test_reduction_only_build_leaves_the_weights_alone(device_trainer):
+    device, ctx, trainer = device_trainer
+    for step in ("work_items", "tree"):
+        knl = lr.build(ctx, device, step, trainer.prob.J, trainer.prob.K, 8, PER_ITEM=0)
+        w, _ = trainer.train(knl, 8)
+        assert np.all(w == 0), step          # no example, no gradient: w stays 0
+        assert lr.reduction_only_timing(trainer, device, step, 8, repeats=1, iterations=5).median > 0
+    with pytest.raises(ValueError, match="PER_ITEM"):
+        lr.reduction_only_timing(trainer, device, "fast", 32)
+
+
+def test_one_change_steps_add_one_option_per_row(device_trainer):
+    device, ctx, trainer = device_trainer
+    steps = lr.one_change_steps(device, trainer.prob.J, trainer.prob.K, 32)
+    assert steps[0][1] == "float4" and all(step == "fast" for _, step, _ in steps[1:])
+    for (_, _, before), (_, _, after) in zip(steps[1:], steps[2:]):
+        assert sum(before[k] != after[k] for k in after) == 1, (before, after)
+    recs = lr.time_steps(trainer, device, steps[:2], 32, repeats=1)
+    assert [r["variant"] for r in recs] == [label for label, _, _ in steps[:2]]
+    assert all(r["rate"] > 0 and r["kernel"] is not None for r in recs)
+
+
+def test_reference_sweeps_rename_by_prefix_and_drop_empty(monkeypatch):
+    entries = {"a": {"device": "GPU A", "data": {"examples": [{"variant": "fastest config, N = 128", "rate": 1}]}},
+               "b": {"device": "CPU B", "data": {"examples": [{"variant": "float4, N = 4096", "rate": 2}]}}}
+    monkeypatch.setattr(lr, "other_devices", lambda chapter, device: entries)
+    got = lr.reference_sweeps("04_vector_types", None, key="examples", prefixes={"fastest config": "mine"})
+    assert got == {"GPU A": [{"variant": "mine", "rate": 1}]}
+    assert lr.reference_sweeps("04_vector_types", None, key="examples", variants=["nothing"]) == {}
+
+
+def test_device_label_says_what_the_device_is():
+    gpu = {"device": "NVIDIA H100 80GB HBM3", "vendor": "NVIDIA Corporation", "platform": "NVIDIA CUDA",
+           "data": {"kind": "GPU"}}
+    cpu = {"device": "cpu-x", "vendor": "AuthenticAMD", "platform": "Portable Computing Language",
+           "data": {"kind": "CPU"}}
+    assert lr.device_label(gpu) == "NVIDIA H100 80GB HBM3, a GPU"
+    assert lr.device_label(cpu) == "cpu-x, a CPU through PoCL"

@@ -261,3 +261,23 @@ def test_fp64_throughput_is_measured_or_refused(cl_env):
     no_fp64 = SimpleNamespace(name="Toy", double_fp_config=0, extensions="")
     with pytest.raises(ValueError, match="no fp64"):
         gb.fp64_gflops(ctx, queue, no_fp64)
+
+
+def test_resource_rows_name_every_kernel_at_the_size_it_runs(cl_env):
+    device, ctx, queue = cl_env
+    qr = lsq.BlockedQR(ctx, queue, 40, nb=8, block_rows=300)
+    shapes = qr.launch_shapes()
+    assert shapes["house_step"] == ((3 * qr.WGS,), (qr.WGS,))  # 300 rows in work-groups of WGS (128 or less)
+    assert shapes["trail_update"][1] == (qr.TN, qr.RL)
+    rows = qr.resource_rows()
+    assert [label.split()[0] for label, _, _ in rows] == ["house_step", "house_dots", "trail_w", "trail_finish",
+                                                         "trail_update", "column_ss"]
+    for label, kern, size in rows:
+        assert kern.function_name == label.split()[0]
+        assert gb.launch.why_not(device, int(np.prod(size)), kern=kern) is None, label
+    tiled = lsq.TiledQR(ctx, queue, 40, nb=8, outer=16, block_rows=300,
+                        shape={"TM": 32, "TN": 32, "WM": 4, "WN": 8, "K": 8, "STAGES": 2})
+    names = [kern.function_name for _, kern, _ in tiled.resource_rows()]
+    assert names[6:] == ["register_tiles", "z_sum", "build_t", "r_update", "transpose"]
+    words = lsq.resources_in_words(tiled.resource_rows(), "register_tiles", device)
+    assert ("registers per work-item" in words) != ("registers not reported" in words)

@@ -292,3 +292,17 @@ def test_best_tile_builds_here_or_names_every_reason(lanes, monkeypatch):
     with pytest.raises(tiles.TileError, match="can run none") as err:
         multi.best_tile(lane.ctx, lane.device)
     assert str(err.value).count("allows 32 work-items") == len(cv.SWEEP)
+
+
+def test_recorded_scaling_reads_only_hosts_with_several_devices(tmp_path, lanes):
+    import json
+
+    assert multi.recorded_scaling(tmp_path) == []
+    for slug, g in (("one-gpu", 1), ("four-gpus", 4)):
+        (tmp_path / slug).mkdir()
+        data = {"devices": g, "covariance": {str(k): {"seconds": 1.0 / k ** 0.5} for k in range(1, g + 1)},
+                "subsets": {"seconds": {str(k): 1.0 / k for k in range(1, g + 1)}}}
+        (tmp_path / slug / "10_multi_gpu.json").write_text(json.dumps({"device": slug, "data": data}))
+    assert multi.recorded_scaling(tmp_path) == [("four-gpus", 4, pytest.approx(2.0), pytest.approx(4.0))]
+    rows = multi.resource_rows(lanes[0], multi.best_tile(lanes[0].ctx, lanes[0].device))
+    assert [kern.function_name for _, kern, _ in rows] == ["col_sums", "centre", "register_tiles"]

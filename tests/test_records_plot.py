@@ -65,7 +65,9 @@ def test_plot_renders_without_warnings():
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert labels == ["a", "Other (recorded)"]        # one entry per other device
     mine, other = [line for line in ax.get_lines() if len(line.get_xdata())][:2]
-    assert other.get_color() == mine.get_color() and other.get_alpha() < 1 and other.get_linestyle() == "--"
+    # another device's curve: its own colour and style, drawn on top of this device's
+    assert other.get_color() != mine.get_color() and other.get_linestyle() == "--"
+    assert other.get_zorder() > mine.get_zorder()
     assert ax.get_xlabel() == "n (items)" and "Dev" in ax.get_title()
     plt.close(ax.figure)
 

@@ -131,3 +131,21 @@ def test_examples_that_fit(env):
     device, _, _ = env
     J = tr.examples_that_fit(device, 296, 2**30)
     assert J & (J - 1) == 0 and 4 * J * 296 <= device.max_mem_alloc_size
+
+
+def test_launch_sizes_cover_the_data_and_name_the_groups(small):
+    """sizes() is what the methods enqueue: every global size is a whole number of
+    work-groups, and it covers the examples (float4s for the transposed kernels)."""
+    lr, buf, X, y = small
+    n, L = len(y), lr.local
+    for variant, items in {"rows": n, "rows4": n, "cols": -(-n // 4), "feature": lr.kp}.items():
+        (g,), (loc,) = lr.sizes(variant, n)
+        assert g % loc == 0 and items <= g < items + loc, variant
+    assert lr.sizes("groups", n) == ((lr.kp * L,), (L,))
+    assert lr.sizes("blocks", n) == ((lr.kp // lr.kb * L, lr.chunks(n)), (L, 1))
+    assert lr.sizes("tiled", 128)[1] == (lr.tile, lr.rows)
+    rows = dict((label, size) for label, _, size in lr.resource_rows(["cols", "tiled", "feature", "fused"]))
+    assert rows == {"cols": L, "tiled": lr.tile * lr.rows, "feature": min(32, L), "fused": L}
+    with pytest.raises(ValueError, match="unknown kernel"):
+        lr.sizes("diagonal", n)
+    assert "not known" not in gb.resource_table(lr.resource_rows(["cols"]), lr.device).split("\n")[2].split("|")[7]

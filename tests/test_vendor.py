@@ -2,12 +2,13 @@
 (the CI case), measured and recorded where they are (faked here, no GPU)."""
 import contextlib
 import json
+import subprocess
 from types import SimpleNamespace
 
 import pyopencl as cl
 import pytest
 
-from gpubook import records, vendor
+from gpubook import records, vendor, vendor_cub
 
 H200 = SimpleNamespace(name="NVIDIA H200", vendor="NVIDIA Corporation", driver_version="580",
                        platform=SimpleNamespace(name="NVIDIA CUDA"), type=cl.device_type.GPU)
@@ -135,8 +136,11 @@ def test_unknown_figure_is_an_error():
 
 
 def test_work_counts():
-    assert vendor.amount("sum", (2**28,)) == pytest.approx(1.073741824)
-    assert vendor.amount("cumsum", (2**28,)) == pytest.approx(2.147483648)
+    assert vendor.amount("sum", (2**28,)) == vendor.amount("cub_sum", (2**28,)) == pytest.approx(1.073741824)
+    assert vendor.amount("cumsum", (2**28,)) == vendor.amount("cub_scan", (2**28,)) == pytest.approx(2.147483648)
+    # SSYRK: n(n+1)/2 dot products of length m, a multiply and an add each
+    assert vendor.amount("syrk", (131_072, 4_096)) == pytest.approx(131_072 * 4_096 * 4_097 / 1e12)
+    assert vendor.amount("syrk", (3, 2)) == pytest.approx(2 * 3 * 3 / 1e12)
     assert vendor.amount("xtx", (131_072, 4_096)) == pytest.approx(4.398046511104)
     assert vendor.amount("qr", (25_000, 5_000)) == pytest.approx(1250 - 250 / 3)
 
@@ -144,7 +148,208 @@ def test_work_counts():
 def test_reference_gpu_figures_are_recorded():
     stored = vendor.recorded("sum")
     assert "NVIDIA H200" in stored, "run `python -m gpubook.vendor` on the H200 with GPUBOOK_RECORD=1"
+    missing = [f for f in vendor.FIGURES if "NVIDIA H200" not in vendor.recorded(f)]
+    assert not missing, (f"{missing} not recorded on the H200: run `GPUBOOK_RECORD=1 python -m gpubook.vendor "
+                         f"{' '.join(missing)}` there")
     for figure in vendor.FIGURES:
         entry = vendor.recorded(figure)["NVIDIA H200"]
         assert entry["rate"] > 0 and entry["q20_s"] <= entry["median_s"] <= entry["q80_s"]
         assert list(entry["shape"]) == list(vendor.FIGURES[figure].full)
+        if vendor.FIGURES[figure].way != "torch":
+            assert entry["what"] and entry["rel_error"] < 1e-3, (figure, entry)
+
+
+# --- the same jobs as the chapters: cuBLAS SSYRK through CuPy, CUB called directly ----------------------
+
+def test_every_figure_says_what_it_calls():
+    for name, fig in vendor.FIGURES.items():
+        assert fig.way in vendor.WAYS and fig.what, name
+    assert "cupy.cublas.syrk('T', x, out=c, lower=True)" in vendor.FIGURES["syrk"].what
+    assert "cub::DeviceReduce::Sum" in vendor.FIGURES["cub_sum"].what
+    assert "cub::DeviceScan::InclusiveSum" in vendor.FIGURES["cub_scan"].what
+    assert vendor.FIGURES["syrk"].full == (131_072, 4_096)
+    assert vendor.FIGURES["cub_sum"].full == vendor.FIGURES["cub_scan"].full == (2**28,)
+
+
+@pytest.fixture
+def no_cuda_libraries(monkeypatch):
+    """Neither PyTorch, CuPy nor nvcc, whatever this machine has."""
+    monkeypatch.setattr(vendor, "_import_torch", lambda: None)
+    monkeypatch.setattr(vendor, "_import_cupy", lambda: None)
+    monkeypatch.setattr(vendor_cub, "nvcc", lambda: None)
+
+
+def test_without_cupy_or_nvcc_one_line_and_nothing(no_cuda_libraries, capsys, results):
+    assert vendor.measure(H200, "syrk", scale="small") is None
+    assert one_line(capsys) == "vendor libraries: CuPy is not installed here (syrk not measured)"
+    assert vendor.measure(H200, ("cub_sum", "cub_scan"), scale="small") is None
+    line = one_line(capsys)
+    assert "nvcc is not on PATH" in line and "CuPy is not installed here (cub_sum, cub_scan not measured)" in line
+    assert vendor.measure(CPU, "cub_sum", scale="small") is None
+    assert "not an NVIDIA GPU" in one_line(capsys)
+    assert not list(results.iterdir())
+
+
+def test_what_is_missing_is_named_beside_what_was_measured(monkeypatch, capsys, results):
+    monkeypatch.setattr(vendor, "_import_torch", fake_torch)
+    monkeypatch.setattr(vendor, "_import_cupy", lambda: None)
+    monkeypatch.setattr(vendor, "_workload", lambda *a: ((lambda: None), (lambda: 1e-7)))
+    FakeEvent.times = [1.0] * 20
+    found = vendor.measure(H200, ("syrk", "sum"), scale="small")
+    assert list(found) == ["sum"] and found["sum"]["what"] == "torch.sum(x) on float32"
+    line = one_line(capsys)
+    assert line.startswith("vendor libraries: measured sum on NVIDIA H200 in this run (torch 9.9)")
+    assert line.endswith("; CuPy is not installed here (syrk not measured)")
+
+
+class FakeCupyEvent:
+    times = []
+
+    def record(self):
+        pass
+
+    def synchronize(self):
+        pass
+
+
+def fake_cupy(names=("NVIDIA A100", "NVIDIA H200")):
+    runtime = SimpleNamespace(
+        getDeviceCount=lambda: len(names), runtimeGetVersion=lambda: 13000, deviceSynchronize=lambda: None,
+        getDeviceProperties=lambda i: {"name": names[i].encode(), "pciBusID": 3 + i})
+    cuda = SimpleNamespace(runtime=runtime, Event=FakeCupyEvent, Device=lambda i: contextlib.nullcontext(),
+                           get_elapsed_time=lambda a, b: FakeCupyEvent.times.pop(0))
+    return SimpleNamespace(__version__="14.0", cuda=cuda,
+                           get_default_memory_pool=lambda: SimpleNamespace(free_all_blocks=lambda: None))
+
+
+def test_syrk_through_cupy_is_timed_and_recorded(monkeypatch, capsys, results):
+    monkeypatch.setattr(vendor, "_import_cupy", fake_cupy)
+    used = {}
+
+    def workload(cupy, figure, shape):
+        used[figure] = shape
+        return (lambda: None), (lambda: 2e-7), None
+
+    monkeypatch.setattr(vendor, "_cupy_workload", workload)
+    FakeCupyEvent.times = [4.0] * 7 + [5.0] * 3
+    found = vendor.measure(H200, "syrk", scale="small")
+    entry = found["syrk"]
+    small = vendor.FIGURES["syrk"].small
+    assert used["syrk"] == small and entry["median_s"] == pytest.approx(4e-3)
+    assert entry["rate"] == pytest.approx(vendor.amount("syrk", small) / 4e-3)
+    assert entry["what"] == vendor.FIGURES["syrk"].what and entry["label"].startswith("cuBLAS SSYRK")
+    assert entry["cupy"] == "14.0" and entry["cuda"] == "13.0"
+    assert one_line(capsys) == "vendor libraries: measured syrk on NVIDIA H200 in this run (cupy 14.0)"
+    stored = json.loads((results / "nvidia-h200" / "vendor.json").read_text())["data"]["syrk"]
+    assert stored["what"].startswith("cupy.cublas.syrk('T', x, out=c, lower=True)")
+
+
+class FakeProgram:
+    """vendor_cub's command lines, answered like the program would."""
+
+    def __init__(self, fail=None):
+        self.calls, self.fail = [], fail
+
+    def __call__(self, cmd, timeout):
+        self.calls.append(cmd[1:])
+        if cmd[1] == "list":
+            out = "device 0 1 NVIDIA A100\ndevice 1 7 NVIDIA H200\n"
+        elif self.fail:
+            return subprocess.CompletedProcess(cmd, 2, "", self.fail)
+        else:
+            out = "".join(f"ms {ms}\n" for ms in (0.7, 0.71, 0.69)[:int(cmd[3])]) + \
+                "rel_error 1.2e-07\ncub 300100\ncudart 13000\n"
+        return subprocess.CompletedProcess(cmd, 0, out, "")
+
+
+def test_cub_called_directly_through_the_program(monkeypatch, capsys, results, tmp_path):
+    program = FakeProgram()
+    monkeypatch.setattr(vendor_cub, "build", lambda compiler=None, gpu="": (tmp_path / "vendor_cub", None))
+    monkeypatch.setattr(vendor_cub, "_run", program)
+    found = vendor.measure(H200, "cub_scan", shapes={"cub_scan": (1000,)}, scale="small")
+    entry = found["cub_scan"]
+    assert program.calls == [["list"], ["scan", "1000", "20", "1"]]     # the H200 is CUDA device 1
+    assert entry["median_s"] == pytest.approx(0.7e-3) and entry["q20_s"] < entry["median_s"] < entry["q80_s"]
+    assert entry["rate"] == pytest.approx(8000 / 1e9 / 0.7e-3)
+    assert entry["rel_error"] == 1.2e-7 and entry["cub"] == "3.1.0" and entry["cuda"] == "13.0"
+    assert entry["what"] == vendor.FIGURES["cub_scan"].what and "vendor_cub.cu" in entry["what"]
+    assert entry["nvcc"] == "-O3 -arch=native"
+    assert one_line(capsys) == "vendor libraries: measured cub_scan on NVIDIA H200 in this run (cub 3.1.0)"
+
+
+def test_a_failing_program_falls_back_to_cupy_and_says_so(monkeypatch, capsys, results, tmp_path):
+    monkeypatch.setattr(vendor_cub, "build", lambda compiler=None, gpu="": (tmp_path / "vendor_cub", None))
+    monkeypatch.setattr(vendor_cub, "_run", FakeProgram(fail="cudaMalloc(&in, ...) failed: out of memory\n"))
+    monkeypatch.setattr(vendor, "_import_cupy", lambda: None)
+    assert vendor.measure(H200, "cub_sum", scale="small") is None
+    assert one_line(capsys) == ("vendor libraries: vendor_cub sum failed: cudaMalloc(&in, ...) failed: out of "
+                                "memory on NVIDIA H200; CuPy is not installed here (cub_sum not measured)")
+    monkeypatch.setattr(vendor, "_import_cupy", fake_cupy)
+    monkeypatch.setattr(vendor, "_cupy_workload", lambda cupy, figure, shape: ((lambda: None), (lambda: 0.0), None))
+    FakeCupyEvent.times = [1.0] * 20
+    entry = vendor.measure(H200, "cub_sum", scale="small")["cub_sum"]
+    assert entry["label"] == vendor.CUPY_CUB["cub_sum"][0] and "cupy.cuda.cub.device_reduce" in entry["what"]
+    capsys.readouterr()
+
+
+def test_compare_ways_records_nothing(monkeypatch, capsys, results, tmp_path):
+    monkeypatch.setattr(vendor_cub, "build", lambda compiler=None, gpu="": (tmp_path / "vendor_cub", None))
+    monkeypatch.setattr(vendor_cub, "_run", FakeProgram())
+    assert vendor.measure(H200, "cub_sum", cub_way="nvcc", scale="small")["cub_sum"]["cub"] == "3.1.0"
+    assert not list(results.iterdir())
+    with pytest.raises(ValueError, match="cub_way is 'nvcc' or 'cupy'"):
+        vendor.measure(H200, "cub_sum", cub_way="torch")
+    capsys.readouterr()
+
+
+def test_program_output_is_read_or_refused():
+    out = vendor_cub.parse_run("ms 0.704\nms 0.71\nrel_error 3.0e-07\ncub 300000\ncudart 13000\n")
+    assert out == {"ms": [0.704, 0.71], "rel_error": 3e-7, "cub": "3.0.0", "cudart": "13.0"}
+    with pytest.raises(vendor_cub.CubError, match="printed no timings"):
+        vendor_cub.parse_run("usage: vendor_cub list | (sum|scan) N REPEATS DEVICE\n")
+    assert vendor_cub.parse_devices("device 0 25 NVIDIA H200\nnoise\ndevice 1 26 NVIDIA H100 80GB HBM3\n") == \
+        [(0, "NVIDIA H200", 25), (1, "NVIDIA H100 80GB HBM3", 26)]
+    assert vendor_cub.version_name(200800) == "2.8.0" and vendor_cub.version_name(12080) == "12.8"
+    with pytest.raises(ValueError, match="1 to 2\\*\\*31 - 1 floats"):
+        vendor_cub.run("x", "sum", 2**31, 1, 0)
+    with pytest.raises(ValueError, match="'sum' or 'scan'"):
+        vendor_cub.run("x", "max", 10, 1, 0)
+
+
+def fake_nvcc(tmp_path, body):
+    exe = tmp_path / "nvcc"
+    exe.write_text("#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'Cuda compilation tools, release 13.0'; "
+                   f"exit 0; fi\necho \"$@\" >> {tmp_path}/calls\n{body}\n")
+    exe.chmod(0o755)
+    return str(exe)
+
+
+def test_build_once_per_host_or_say_why(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(vendor_cub.shutil, "which", lambda name: None)
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    if not (vendor_cub.pathlib.Path("/usr/local/cuda/bin/nvcc")).is_file():
+        assert vendor_cub.build() == (None, "nvcc is not on PATH nor in CUDA_HOME, so CUB cannot be called directly")
+    # a compiler that writes its -o file: built once, then found
+    nvcc = fake_nvcc(tmp_path, 'while [ "$1" != -o ]; do shift; done; echo built > "$2"')
+    exe, why = vendor_cub.build(nvcc, gpu="NVIDIA H200")
+    assert why is None and exe.read_text() == "built\n" and exe.parent == tmp_path / "cache" / "gpubook"
+    assert vendor_cub.build(nvcc, gpu="NVIDIA H200") == (exe, None)
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert len(calls) == 1 and calls[0].startswith("-O3 -arch=native -o ") and calls[0].endswith("vendor_cub.cu")
+    assert vendor_cub.build(nvcc, gpu="NVIDIA H100 80GB HBM3")[0] != exe   # another GPU, another build
+    # a compiler that fails: its first error line
+    bad = fake_nvcc(tmp_path / "cache", "echo 'vendor_cub.cu(3): error: identifier \"cub\" is undefined' >&2; exit 1")
+    assert vendor_cub.build(bad) == (None, 'nvcc could not build gpubook/vendor_cub.cu: '
+                                           'vendor_cub.cu(3): error: identifier "cub" is undefined')
+
+
+def test_the_program_calls_cub_itself_and_prints_what_is_read():
+    source = vendor_cub.SOURCE.read_text()
+    assert "#include <cub/cub.cuh>" in source
+    assert "cub::DeviceReduce::Sum(temp, bytes, in, out, n)" in source
+    assert "cub::DeviceScan::InclusiveSum(temp, bytes, in, out, n)" in source
+    for printed in ('"device %d %d %s\\n"', '"ms %.6f\\n"', '"rel_error %.3e\\n"', '"cub %d\\n"', '"cudart %d\\n"'):
+        assert printed in source, printed
+    assert source.count("cudaEventRecord(start)") == 1 and source.count("cudaEventRecord(end)") == 1

@@ -89,6 +89,25 @@ class BlockedQR:
     def _groups(self, b):
         return -(-b // (self.WGS * self.RPI))
 
+    def launch_shapes(self, b=None):
+        """{kernel name: (global size, local size)} of the first panel's launches
+        for a block of b rows (block_rows by default), for the page to state."""
+        b = self.block_rows if b is None else int(b)
+        groups, trail = self._groups(b), self.ld - min(self.nb, self.n)
+        one = (groups * self.WGS,), (self.WGS,)
+        return {"house_dots": one, "house_step": one, "column_ss": one,
+                "trail_w": ((-(-trail // self.TN) * self.TN * self.QL, -(-b // self.KC)), (self.TN * self.QL, 1)),
+                "trail_finish": ((max(1, -(-trail // self.FC)) * self.FC, self.nb), (self.FC, self.nb)),
+                "trail_update": ((-(-trail // self.TN) * self.TN, -(-b // self.RT) * self.RL), (self.TN, self.RL))}
+
+    def resource_rows(self):
+        """(label, kernel, local size) of every kernel this factorisation launches,
+        for gpubook.resource_table."""
+        shapes = self.launch_shapes()
+        return [(f"{name} (n_b = {self.nb})", self.step[0] if name == "house_step" else self.k[name],
+                 shapes[name][1]) for name in ("house_step", "house_dots", "trail_w", "trail_finish",
+                                              "trail_update", "column_ss")]
+
     def reset(self):
         cl.enqueue_fill_buffer(self.queue, self.R, np.zeros(1), 0, 8 * self.n * self.ld)
         self.sserr = 0.0

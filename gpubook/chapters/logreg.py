@@ -335,14 +335,100 @@ def best(records, variant):
     return max((r for r in records if r["variant"] == variant), key=lambda r: r["rate"])
 
 
-def reference_sweeps(chapter, device, key="sweep", variants=None):
+def reference_sweeps(chapter, device, key="sweep", variants=None, prefixes=None):
     """Recorded sweeps of this chapter on the book's other reference devices,
-    as {device name: records} for plot_sweep's `references`."""
+    as {device name: records} for plot_sweep's `references`.
+
+    variants: keep only these variant names. prefixes: {prefix: label}: keep the
+    variants whose name starts with a prefix, renamed to its label (for names
+    that carry a device-dependent part, such as "fastest config, N = 128").
+    Devices with no matching records are left out, so that a plot's legend
+    never names a device it draws nothing for."""
     found = {}
     for entry in other_devices(chapter, device).values():
-        recs = entry["data"].get(key, [])
-        found[entry["device"]] = [r for r in recs if variants is None or r["variant"] in variants]
+        recs = []
+        for r in entry["data"].get(key, []):
+            if prefixes is not None:
+                label = next((lab for pre, lab in prefixes.items() if r["variant"].startswith(pre)), None)
+                if label is not None:
+                    recs.append({**r, "variant": label})
+            elif variants is None or r["variant"] in variants:
+                recs.append(r)
+        if recs:
+            found[entry["device"]] = recs
     return found
+
+
+def device_label(entry):
+    """A recorded device as the prose names it: its name and what it is
+    ('NVIDIA H100 80GB HBM3, a GPU', '..., a CPU through PoCL')."""
+    kind = entry["data"].get("kind") or entry["data"].get("summary", {}).get("type", "")
+    kind = str(kind).lower() or ("cpu" if "cpu" in entry["device"].lower() else "")
+    platform = entry.get("platform", "")
+    if "cpu" in kind:
+        what = "a CPU" + (" through PoCL" if "portable" in platform.lower() or "pocl" in platform.lower() else "")
+    elif "gpu" in kind or "NVIDIA" in entry.get("vendor", "") or "AMD" in entry.get("vendor", ""):
+        what = "a GPU"
+    else:
+        what = "another device"
+    return f"{entry['device']}, {what}"
+
+
+def reduction_only_timing(trainer, device, step, work_items, repeats=3, iterations=None):
+    """Timing of `step` (work_items or tree) built with PER_ITEM=0: every
+    iteration runs the reduction, its barriers and the update of w, but no
+    example. What is left of an iteration without its examples (the weights
+    stay 0, so nothing is checked: a measurement, not training)."""
+    if step not in ("work_items", "tree"):
+        raise ValueError(f"PER_ITEM=0 is a build option of work_items and tree, not of {step!r}")
+    knl = build(trainer.queue.context, device, step, trainer.prob.J, trainer.prob.K, work_items, PER_ITEM=0)
+    timing, _ = trainer.time(knl, work_items, repeats, iterations)
+    return timing
+
+
+def one_change_steps(device, J, K, work_items):
+    """Chapter 4's way from the float4 kernel to fast.cl, one change per row, at
+    one work-group size: [(label, step, defines)], each row adding one change to
+    the row before. The local-memory rounds start at the smallest radix (2 if it
+    fits) so that they match the float4 tree's one round per halving; the warp
+    shuffle is last, and only where the device has it."""
+    N = work_items
+    radix = next((r for r in (2, 4, 8, 16) if fits(device, "fast", J, K, N, SHUFFLE=0, RADIX=r,
+                                                    IN_REGS=0, SLICES=1)), None)
+    if radix is None:
+        raise ValueError(f"fast.cl does not fit {N} work-items on {device.name.strip()}")
+    in_regs = fast_defines(device, J, N, shuffle=False)["IN_REGS"]
+    d = {"SHUFFLE": 0, "RADIX": radix, "IN_REGS": 0, "SLICES": 1}
+    rows = [("float4 + tree (step 4)", "float4", {}),
+            (f"w in registers, every work-item updates it (local rounds of radix {radix})", "fast", dict(d))]
+    d["SLICES"] = 0
+    rows.append(("rows interleaved: neighbours read neighbouring rows", "fast", dict(d)))
+    d["IN_REGS"] = in_regs
+    rows.append((f"examples in registers ({in_regs} per work-item)", "fast", dict(d)))
+    if radix != 16 and fits(device, "fast", J, K, N, **{**d, "RADIX": 16}):
+        d["RADIX"] = 16
+        rows.append(("local rounds of radix 16 (fewer barriers)", "fast", dict(d)))
+    if has_warp_shuffle(device) and fits(device, "fast", J, K, N, **{**d, "SHUFFLE": 1}):
+        d["SHUFFLE"] = 1
+        rows.append(("warp shuffle, one barrier per iteration", "fast", dict(d)))
+    return rows
+
+
+def time_steps(trainer, device, steps, work_items, repeats=5):
+    """Time each (label, step, defines) at one work-group size, checking every
+    run's weights; returns records with `variant` = label and `kernel` = the
+    compiled cl.Kernel (for gb.resource_table; not JSON: drop it before recording)."""
+    prob = trainer.prob
+    w_ref = prob.reference()
+    out = []
+    for label, step, defines in steps:
+        knl = build(trainer.queue.context, device, step, prob.J, prob.K, work_items, **defines)
+        timing, w = trainer.time(knl, work_items, repeats)
+        check(w, w_ref)
+        rec = as_record(label, timing, prob.iterations, work_items=work_items, step=step, defines=defines)
+        rec["kernel"] = knl.compiled(prob.iterations, prob.rate)
+        out.append(rec)
+    return out
 
 
 def step_rows(steps, numpy_rate):
@@ -457,3 +543,19 @@ def sweep_examples(ctx, queue, device, sizes, variants, iterations, repeats=3, w
             records.append(as_record("NumPy, host CPU", timing, prob.iterations, examples=J,
                                      iterations=prob.iterations))
     return records
+
+
+def rates_at(ctx, queue, device, variants, J=None, K=None, iterations=20, repeats=3):
+    """Iterations/s of a few kernels on one small problem (the exercises' knob
+    turns): variants {label: (step, work_items, defines)}; every run's weights
+    are checked against the float64 reference."""
+    prob = problem("small", J=J, K=K, iterations=iterations)
+    trainer = Trainer(ctx, queue, prob)
+    w_ref = prob.reference()
+    rates = {}
+    for label, (step, N, defines) in variants.items():
+        knl = build(ctx, device, step, prob.J, prob.K, N, **defines)
+        timing, w = trainer.time(knl, N, repeats)
+        check(w, w_ref)
+        rates[label] = prob.iterations / timing.median
+    return rates

@@ -257,6 +257,20 @@ class TiledQR(MillerForm, tiled_qr.TiledQR):
     """Step 5 (gpubook.tiled_qr) with Miller's form in and out."""
 
 
+def resources_in_words(rows, label, device):
+    """What the kernel of `rows` (resource_rows()) whose label starts with `label`
+    uses, in words for the prose: registers and occupancy where the device reports them."""
+    from ..resources import kernel_resources
+
+    _, kern, size = next(r for r in rows if r[0].startswith(label))
+    r = kernel_resources(kern, device, size)
+    regs = ("registers not reported by this device" if r["registers"] is None
+            else f"{r['registers']} registers per work-item, {r['spill_stores'] or 0} bytes spilled")
+    occ = ("occupancy not known here" if r["occupancy"] is None
+           else f"{r['occupancy']:.0%} occupancy (bound by {r['limiter']})")
+    return f"{regs}, {occ}"
+
+
 def includ_flops(n):
     """Floating-point operations of one row through includ, as the kernels do
     them: 5 per element of R the rotations touch (2 to update the row, 3 for

@@ -393,6 +393,41 @@ def best_tile(ctx, device):
     return cv.runnable_tile(ctx, device, ([recorded] if recorded else []) + [cv.shape(128, 8, 8, 16, 2, 0)])
 
 
+def resource_rows(lane, tile, subsets=None):
+    """(label, kernel, local size) of the kernels this chapter times on one lane, for
+    gpubook.resource_table: the covariance block's three (at the local sizes that
+    covariance.launch_col_sums, launch_centre and launch_tiles ask for) and, given
+    a Subsets, its subset_best for every k."""
+    from .. import tiles
+
+    ctx, dev = lane.ctx, lane.device
+    sums = kernel(ctx, "covariance/col_sums.cl", "col_sums")
+    centre = kernel(ctx, "covariance/centre.cl", "centre")
+    product = tiles.launch_kernel(ctx, dev, tile, np.float32, triangle=True, aligned=True)
+    rows = [("col_sums", sums, launch.local_size(sums, dev, (64, 1))),
+            ("centre", centre, launch.local_size(centre, dev, (64, 4))),
+            (f"register_tiles, float ({tiles.label(tile)})", product, tiles.work_items(tile))]
+    if subsets is not None:
+        kernels = subsets.state[subsets.lanes.index(lane)][0]
+        rows += [(f"subset_best, k = {k}", knl, wg) for k, (knl, wg) in sorted(kernels.items())]
+    return rows
+
+
+def recorded_scaling(root=None):
+    """[(device group, devices, covariance speed-up, subset speed-up)] of the recorded
+    runs of chapter 10 on hosts with more than one device (none yet: [])."""
+    from ..records import load_results
+
+    found = []
+    for entry in load_results("10_multi_gpu", root).values():
+        data = entry["data"]
+        g = int(data.get("devices", 1))
+        if g > 1:
+            cov, sub = data["covariance"], data["subsets"]["seconds"]
+            found.append((entry["device"], g, cov["1"]["seconds"] / cov[str(g)]["seconds"], sub["1"] / sub[str(g)]))
+    return found
+
+
 class Group:
     """Several devices as one for gpubook.record: its name says how many."""
 

@@ -72,6 +72,19 @@ class TiledQR(BlockedQR):
         self._residual(b, note)
         return [events[0], events[-1]]
 
+    def resource_rows(self):
+        """Step 3's kernels, then the products (register tiles in double) and the
+        kernels around them, each at the local size it runs with."""
+        dev, shape = self.queue.device, self.shape
+        product = tiles.launch_kernel(self.ctx, dev, shape, np.float64)
+        label = f"{shape['TM']}x{shape['TN']}/{shape['WM']}x{shape['WN']}/K{shape['K']}"
+        return super().resource_rows() + [
+            (f"register_tiles, double ({label})", product, tiles.work_items(shape)),
+            ("z_sum", self.k["z_sum"], launch.local_size(self.k["z_sum"], dev, (64, 1))),
+            (f"build_t (n_o = {self.outer})", self.k["build_t"], min(self.t_group, -(-self.outer // 32) * 32)),
+            ("r_update", self.k["r_update"], launch.local_size(self.k["r_update"], dev, (64, 1))),
+            ("transpose", self.k["transpose"], (self.TT, self.TT))]
+
     def _product(self, name, note, *args, **kw):
         note(name, tiles.launch(self.queue, self.shape, np.float64, *args, **kw))
 

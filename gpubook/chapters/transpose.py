@@ -118,7 +118,9 @@ class Logreg:
         if kp % kb:
             raise ValueError(f"kb={kb} does not divide kp={kp}")
         self.kb, self.m = kb, m
-        self.tile, self.rows = 64, max(1, min(8, launch.device_max(device) // 64))
+        # the tiled transpose: TILE x ROWS work-items, 64 x 8 where the device allows them
+        self.tile = launch.largest(device, 64, lambda t: 4 * t * (t + 1))
+        self.rows = max(1, min(8, launch.device_max(device) // self.tile))
         self.tj = self._fit_tile() if tj is None else tj
         if self.tj < 4 or self.tj > self.local or self.local % self.tj or self.tj & (self.tj - 1):
             raise ValueError(f"tile of {self.tj} examples must be a power of two from 4 up, "
@@ -214,60 +216,80 @@ class Logreg:
         cl.enqueue_copy(self.queue, out, buffer)
         return out
 
+    # ---- launch shapes ------------------------------------------------------
+    def sizes(self, variant, n, stride=None):
+        """(global size, local size) of one kernel's launch over n examples (n rows for
+        the transposes; `stride`, the buffers' examples, only matters to grad_blocks'
+        second dimension): the shapes the methods below enqueue."""
+        L = self.local
+        if variant in ("rows", "rows4"):
+            return (padded(n, L),), (L,)
+        if variant == "cols":
+            return (padded(-(-n // 4), L),), (L,)
+        if variant == "naive":
+            return (padded(min(n * self.kp, 2**30), L),), (L,)
+        if variant == "tiled":
+            return (-(-self.kp // self.tile) * (n // self.tile) * self.tile, self.rows), (self.tile, self.rows)
+        if variant == "feature":
+            w = min(32, L)
+            return (padded(self.kp, w),), (w,)
+        if variant in ("groups", "reduce"):
+            return (self.kp * L,), (L,)
+        if variant == "blocks":
+            return (self.kp // self.kb * L, self.chunks(n)), (L, 1)
+        if variant == "fused":
+            return (self.fused_groups(n) * L,), (L,)
+        raise ValueError(f"unknown kernel {variant!r}; use one of rows, rows4, cols, naive, tiled, "
+                         "feature, groups, blocks, reduce, fused")
+
+    def resource_rows(self, variants):
+        """(label, kernel, work-group size) rows for gpubook.resource_table, at the
+        work-group sizes this object launches them with."""
+        return [(v, self.k[v], int(np.prod(self.sizes(v, self.tile)[1]))) for v in variants]
+
     # ---- kernels -------------------------------------------------------------
     def transpose(self, variant, buf, rows):
         """x (first `rows` rows) -> xt; rows is a multiple of the tile (64)."""
         if rows % self.tile or rows > buf.stride:
             raise ValueError(f"rows={rows} must be a multiple of {self.tile} and at most {buf.stride}")
         args = (buf.x, buf.xt, np.int32(rows), np.int32(buf.stride))
-        if variant == "naive":
-            items = min(rows * self.kp, 2**30)
-            return self.k["naive"](self.queue, (padded(items, self.local),), (self.local,), *args)
-        groups = -(-self.kp // self.tile) * (rows // self.tile)
-        check_work_group(self.device, self.tile * self.rows, 4 * self.tile * (self.tile + 1))
-        return self.k["tiled"](self.queue, (groups * self.tile, self.rows),
-                               (self.tile, self.rows), *args)
+        if variant == "tiled":
+            check_work_group(self.device, self.tile * self.rows, 4 * self.tile * (self.tile + 1))
+        return self.k[variant](self.queue, *self.sizes(variant, rows), *args)
 
     def scores(self, variant, buf, n):
         """o = sigmoid(X theta) - y for the first n examples (one event)."""
         self._check(buf, n)
-        L = self.local
         if variant == "cols":
-            n4 = -(-n // 4)
-            return self.k["cols"](self.queue, (padded(n4, L),), (L,), buf.xt, buf.y, buf.theta,
-                                  buf.o, np.int32(n4), np.int32(buf.stride // 4))
-        return self.k[variant](self.queue, (padded(n, L),), (L,), buf.x, buf.y, buf.theta, buf.o,
+            return self.k["cols"](self.queue, *self.sizes("cols", n), buf.xt, buf.y, buf.theta,
+                                  buf.o, np.int32(-(-n // 4)), np.int32(buf.stride // 4))
+        return self.k[variant](self.queue, *self.sizes(variant, n), buf.x, buf.y, buf.theta, buf.o,
                                np.int32(n))
 
     def gradient(self, variant, buf, n, rate):
         """theta -= rate * XT o over the first n examples (list of events)."""
         self._check(buf, n)
-        n4, s4, L = -(-n // 4), buf.stride // 4, self.local
-        if variant == "feature":
-            w = min(32, L)
-            return [self.k["feature"](self.queue, (padded(self.kp, w),), (w,), buf.xt, buf.o,
-                                      buf.theta, np.int32(n4), np.int32(s4), np.float32(rate))]
-        if variant == "groups":
-            return [self.k["groups"](self.queue, (self.kp * L,), (L,), buf.xt, buf.o, buf.theta,
-                                     np.int32(n4), np.int32(s4), np.float32(rate))]
+        n4, s4 = -(-n // 4), buf.stride // 4
+        if variant in ("feature", "groups"):
+            return [self.k[variant](self.queue, *self.sizes(variant, n), buf.xt, buf.o,
+                                    buf.theta, np.int32(n4), np.int32(s4), np.float32(rate))]
         chunks = self.chunks(n)
         if chunks > 65535:
             raise ValueError(f"{chunks} example chunks exceed 65535 work-groups in dimension 1; "
                              "raise m")
-        e1 = self.k["blocks"](self.queue, (self.kp // self.kb * L, chunks), (L, 1), buf.xt, buf.o,
+        e1 = self.k["blocks"](self.queue, *self.sizes("blocks", n), buf.xt, buf.o,
                               buf.partial, np.int32(n4), np.int32(s4), np.int32(chunks))
         return [e1, self.reduce(buf, chunks, rate)]
 
     def reduce(self, buf, parts, rate):
-        L = self.local
-        return self.k["reduce"](self.queue, (self.kp * L,), (L,), buf.partial, buf.theta,
+        return self.k["reduce"](self.queue, *self.sizes("reduce", parts), buf.partial, buf.theta,
                                 np.int32(parts), np.float32(rate))
 
     def fused(self, buf, n, rate):
         """Scores and gradient in one pass over XT, then the update (list of events)."""
         self._check(buf, n)
         groups = self.fused_groups(n)
-        e1 = self.k["fused"](self.queue, (groups * self.local,), (self.local,), buf.xt, buf.y,
+        e1 = self.k["fused"](self.queue, *self.sizes("fused", n), buf.xt, buf.y,
                              buf.theta, buf.partial, np.int32(n), np.int32(buf.stride // 4),
                              np.int32(-(-n // self.tj)))
         return [e1, self.reduce(buf, groups, rate)]

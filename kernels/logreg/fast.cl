@@ -25,6 +25,13 @@
 #ifndef RADIX
 #define RADIX 16
 #endif
+// SLICES=1 (an ablation, not the default): work-item i owns the contiguous
+// slice of examples i*E ... i*E + E-1, as in steps 2-4, instead of i, i+N, ...
+#if defined(SLICES) && SLICES
+#define ROW(e) (id * E + (e))
+#else
+#define ROW(e) (id + (e) * N)
+#endif
 
 #if SHUFFLE
 #define WARPS (N / 32)
@@ -79,8 +86,8 @@ void train(__global const float4 *X, __global const float *labels,
     for (int e = 0; e < IN_REGS; ++e) {
 #pragma unroll
         for (int k = 0; k < K4; ++k)
-            x[e][k] = X[(id + e * N) * K4 + k];
-        y[e] = labels[id + e * N];
+            x[e][k] = X[ROW(e) * K4 + k];
+        y[e] = labels[ROW(e)];
     }
     float4 wv[K4];
 #pragma unroll
@@ -108,7 +115,7 @@ void train(__global const float4 *X, __global const float *labels,
                 g[k] += x[e][k] * score;
         }
         for (int e = IN_REGS; e < E; ++e) {
-            const int j = id + e * N;
+            const int j = ROW(e);
             float4 xe[K4];
             float z = 0.0f;
 #pragma unroll

@@ -4,6 +4,11 @@
 // until work-item 0 holds the total. One barrier closes each round.
 // Build options: J examples, K features, N work-items (a power of two
 // dividing J); ITERS iterations, RATE step size.
+// PER_ITEM (default J / N) examples per work-item: PER_ITEM=0 leaves only
+// the reduction, the barriers and the update (a measurement, not training).
+#ifndef PER_ITEM
+#define PER_ITEM (J / N)
+#endif
 __kernel __attribute__((reqd_work_group_size(N, 1, 1)))
 void train(__global const float *X, __global const float *labels,
            __global float *w)
@@ -15,7 +20,7 @@ void train(__global const float *X, __global const float *labels,
         float gradient[K];
         for (int k = 0; k < K; ++k)
             gradient[k] = 0.0f;
-        for (int j = first; j < first + J / N; ++j) {
+        for (int j = first; j < first + PER_ITEM; ++j) {
             float z = 0.0f;
             for (int k = 0; k < K; ++k)
                 z += X[j * K + k] * w[k];

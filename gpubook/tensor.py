@@ -1,0 +1,258 @@
+"""Tensor cores from OpenCL through inline PTX (NVIDIA only): the gate, the
+roofs (chapter 0), a one-warp check of the fragment layouts, and chapter 6's
+XᵀX on TF32 tensor cores, plain and split in three (kernels/tensor/).
+
+`available(device)` says whether this device can run them: (True, "") on
+NVIDIA's OpenCL platform when its compiler builds the mma.sync asm, else
+(False, the reason in one line). Everything else refuses with that reason.
+On any device, `emulate=True` builds the same kernels with the warp's matrix
+product done through local memory instead (kernels/tensor/mma.cl): that is
+how the tests check the tiling, bounds and splitting on a CPU. Emulated
+results are never tensor-core results.
+"""
+import numpy as np
+import pyopencl as cl
+
+from . import launch
+from .device import compute_units
+from .kernels import KernelBuildError, kernel
+from .timing import time_events
+
+WARP = 32
+MMA = "tensor/mma.cl"
+FLOPS_PER_MMA = {"tf32": 2 * 16 * 8 * 8, "f64": 2 * 8 * 8 * 4}
+MODES = {"tf32-raw": 0, "tf32": 1, "3xtf32": 2}
+XTX_SHAPE = {"T": 128, "WARPS_M": 2, "WARPS_N": 4, "KC": 32}
+
+
+class TensorCoreError(RuntimeError):
+    """This device cannot run the tensor-core kernels; the message says why."""
+
+
+_gate = {}
+
+
+def available(device):
+    """(True, "") where NVIDIA's OpenCL compiler builds mma.sync for TF32 and
+    FP64 on this device, else (False, why not, in one line). Checked once per device."""
+    key = device.int_ptr
+    if key not in _gate:
+        reason = _why_not(device)
+        _gate[key] = (reason is None, reason or "")
+    return _gate[key]
+
+
+def _why_not(device):
+    name, platform = device.name.strip(), device.platform.name.strip()
+    if "nvidia" not in platform.lower():
+        return (f"{name} is on {platform}, not NVIDIA's OpenCL: tensor cores are reached here through "
+                "inline PTX, which only NVIDIA's compiler takes")
+    major = _reported(device, "compute_capability_major_nv")
+    minor = _reported(device, "compute_capability_minor_nv") or 0
+    if major is not None and major < 8:
+        return f"{name} is sm_{major}{minor}: TF32 and FP64 mma.sync need sm_80 or later"
+    try:
+        ctx = cl.Context([device])
+        for name_ in ("mma_check_tf32", "mma_check_f64"):
+            kernel(ctx, (MMA, "tensor/check.cl"), name_, {"EMULATE": 0})
+    except (KernelBuildError, cl.Error) as err:
+        lines = [ln.strip() for ln in str(err).splitlines() if "error" in ln.lower()]
+        return "NVIDIA's compiler rejects the mma.sync asm: " + (lines[0] if lines else str(err).splitlines()[0])[:200]
+    return None
+
+
+def _reported(device, attr):
+    try:
+        return int(getattr(device, attr))
+    except (AttributeError, cl.Error, TypeError, ValueError):
+        return None
+
+
+def _require(device, emulate):
+    if emulate:
+        return
+    ok, reason = available(device)
+    if not ok:
+        raise TensorCoreError(reason)
+
+
+def _build(ctx, device, path, name, defines, emulate):
+    _require(device, emulate)
+    return kernel(ctx, (MMA, path), name, {**defines, "EMULATE": int(bool(emulate))})
+
+
+# --- TF32 in NumPy --------------------------------------------------------------------
+
+def tf32_round(x):
+    """x (float32) rounded to the nearest TF32 value, ties away from zero (cvt.rna)."""
+    bits = np.ascontiguousarray(x, np.float32).view(np.uint32)
+    return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+def tf32_truncate(x):
+    """x (float32) with its low 13 mantissa bits cleared: what the tensor core reads of a raw float."""
+    bits = np.ascontiguousarray(x, np.float32).view(np.uint32)
+    return (bits & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+def split_tf32(x):
+    """(hi, lo): hi = tf32(x), lo = tf32(x - hi), both float32; hi + lo holds x to about 2^-22."""
+    hi = tf32_round(x)
+    return hi, tf32_round(np.asarray(x, np.float32) - hi)
+
+
+def xtx_model(x, mode):
+    """XᵀX as the tensor cores compute it in `mode` (MODES), the products
+    summed exactly (float64): what the operands' rounding alone costs."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
+    x = np.asarray(x, np.float32)
+    if mode == "tf32-raw":
+        h = tf32_truncate(x).astype(np.float64)
+        return h.T @ h
+    hi, lo = (p.astype(np.float64) for p in split_tf32(x))
+    out = hi.T @ hi
+    if mode == "3xtf32":
+        cross = hi.T @ lo
+        out += cross + cross.T
+    return out
+
+
+# --- one warp: the fragment layouts -----------------------------------------------------
+
+def mma_check(ctx, queue, kind, ksteps=4, seed=0, emulate=False):
+    """One warp's D = A B + C against NumPy float64. Returns a dict: `error`
+    (max |D - AB - C| / max |AB + C|), `error_rounded` (against the product of
+    the TF32-rounded operands: a layout error shows here as order one),
+    `tolerance`, `ok` and a one-line `summary`."""
+    if kind not in FLOPS_PER_MMA:
+        raise ValueError(f"unknown kind {kind!r}; use 'tf32' or 'f64'")
+    device = queue.device
+    rng = np.random.default_rng(seed)
+    if kind == "tf32":
+        dtype, m, k = np.float32, 16, 8 * ksteps
+    else:
+        dtype, m, k = np.float64, 8, 4 * ksteps
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, 8)).astype(dtype)
+    c = rng.standard_normal((m, 8)).astype(dtype)
+    kern = _build(ctx, device, "tensor/check.cl", f"mma_check_{kind}", {}, emulate)
+    launch.check(device, WARP, kern=kern)
+    mf = cl.mem_flags
+    bufs = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=h) for h in (a, b, c)]
+    out = cl.Buffer(ctx, mf.WRITE_ONLY, c.nbytes)
+    kern(queue, (WARP,), (WARP,), *bufs, out, np.int32(ksteps)).wait()
+    d = np.empty_like(c)
+    cl.enqueue_copy(queue, d, out)
+    a64, b64, c64 = (h.astype(np.float64) for h in (a, b, c))
+    ref = a64 @ b64 + c64
+    scale = np.max(np.abs(ref))
+    error = float(np.max(np.abs(d - ref)) / scale)
+    if kind == "tf32":
+        rounded = tf32_round(a).astype(np.float64) @ tf32_round(b).astype(np.float64) + c64
+        error_rounded = float(np.max(np.abs(d - rounded)) / scale)
+        tol, tol_rounded = 2e-3, 1e-5
+    else:
+        error_rounded, tol, tol_rounded = error, 1e-15, 1e-15
+    ok = error <= tol and error_rounded <= tol_rounded
+    shape = "m16n8k8 TF32" if kind == "tf32" else "m8n8k4 FP64"
+    summary = (f"{shape}{' (emulated)' if emulate else ''}: {ksteps} steps, relative error {error:.1e} "
+               f"(limit {tol:.0e})" + (f", {error_rounded:.1e} against the TF32-rounded operands "
+                                        f"(limit {tol_rounded:.0e})" if kind == "tf32" else ""))
+    return {"error": error, "error_rounded": error_rounded, "tolerance": tol, "ok": ok, "summary": summary}
+
+
+# --- the roofs -----------------------------------------------------------------------
+
+def mma_peak(ctx, queue, kind, iters=4096, chains=8, groups=None, repeats=5, emulate=False):
+    """(Timing of one launch, flops per launch, the sums every work-item
+    wrote) of the mma loop of `kind` ('tf32' or 'f64'): `groups` work-groups
+    (8 per compute unit by default), each warp running `chains` independent
+    chains `iters` deep."""
+    if kind not in FLOPS_PER_MMA:
+        raise ValueError(f"unknown kind {kind!r}; use 'tf32' or 'f64'")
+    device = queue.device
+    wg = launch.largest(device, 256, smallest=WARP)
+    kern = _build(ctx, device, "tensor/peak.cl", f"mma_peak_{kind}", {"WG": wg, "CHAINS": int(chains)}, emulate)
+    while launch.why_not(device, wg, kern=kern) and wg > WARP:
+        wg //= 2
+        kern = _build(ctx, device, "tensor/peak.cl", f"mma_peak_{kind}", {"WG": wg, "CHAINS": int(chains)},
+                      emulate)
+    launch.check(device, wg, kern=kern)
+    groups = 8 * compute_units(device) if groups is None else int(groups)
+    dtype = np.float32 if kind == "tf32" else np.float64
+    rng = np.random.default_rng(0)
+    host = (rng.standard_normal(192) * 1e-3).astype(dtype)  # small: no overflow over long chains
+    mf = cl.mem_flags
+    src = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=host)
+    out = cl.Buffer(ctx, mf.WRITE_ONLY, groups * wg * np.dtype(dtype).itemsize)
+    timing = time_events(lambda: kern(queue, (groups * wg,), (wg,), src, out, np.int32(iters)),
+                         repeats=repeats, warmup=1)
+    flops = groups * (wg // WARP) * iters * chains * FLOPS_PER_MMA[kind]
+    sums = np.empty(groups * wg, dtype)
+    cl.enqueue_copy(queue, sums, out)
+    return timing, flops, sums
+
+
+# --- chapter 6: XᵀX on the tensor cores --------------------------------------------------
+
+class XtX:
+    """The lower triangle of S = XᵀX (X: m x n float32, row-major) on TF32
+    tensor cores, in one of MODES: 'tf32-raw' (the floats as they are: the
+    tensor core truncates them), 'tf32' (rounded first) or '3xtf32' (each
+    float split into two TF32 parts, three products)."""
+
+    def __init__(self, ctx, queue, mode="3xtf32", shape=None, emulate=False):
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
+        self.ctx, self.queue, self.mode, self.emulate = ctx, queue, mode, bool(emulate)
+        self.shape = dict(shape or XTX_SHAPE)
+        t, wm, wn, kc = (self.shape[k] for k in ("T", "WARPS_M", "WARPS_N", "KC"))
+        nth = WARP * wm * wn
+        if t % (16 * wm) or t % (8 * wn) or kc % 8 or (kc * t) % nth:
+            raise ValueError(f"tile {self.shape}: T must be a multiple of 16 WARPS_M and 8 WARPS_N, KC of 8, "
+                             f"and KC T of the {nth} work-items")
+        device = queue.device
+        launch.check(device, nth, 2 * 4 * kc * (t + 8) + (4 * nth // WARP * 192 if emulate else 0))
+        self.kernel = _build(ctx, device, "tensor/xtx_tf32.cl", "xtx_tf32", {**self.shape, "MODE": MODES[mode]},
+                             emulate)
+        launch.check(device, nth, kern=self.kernel)
+        self.nth = nth
+
+    def tiles(self, n):
+        side = -(-n // self.shape["T"])
+        return side * (side + 1) // 2
+
+    def enqueue(self, x, m, n, s, ldx=None, lds=None, wait_for=None):
+        """S[i][j] for j <= i < n from the m x n matrix in buffer x into buffer s; the event."""
+        if m < 1 or n < 1:
+            raise ValueError("X needs at least one row and one column")
+        ldx, lds = (n if ldx is None else ldx), (n if lds is None else lds)
+        if ldx < n or lds < n:
+            raise ValueError("strides must be at least n")
+        i32 = np.int32
+        return self.kernel(self.queue, (self.tiles(n) * self.nth,), (self.nth,), x, i32(m), i32(n), i32(ldx),
+                           s, i32(lds), wait_for=wait_for)
+
+    def product(self, x):
+        """S = XᵀX (float32; lower triangle, zeros above) of a host matrix."""
+        x = np.ascontiguousarray(x, np.float32)
+        if x.ndim != 2 or x.size == 0:
+            raise ValueError(f"expected a non-empty m x n matrix, got shape {x.shape}")
+        if not np.all(np.isfinite(x)):
+            raise ValueError("X contains NaN or infinite values")
+        m, n = x.shape
+        mf = cl.mem_flags
+        xb = cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
+        sb = cl.Buffer(self.ctx, mf.READ_WRITE, 4 * n * n)
+        cl.enqueue_fill_buffer(self.queue, sb, np.float32(0), 0, 4 * n * n)
+        self.enqueue(xb, m, n, sb).wait()
+        s = np.empty((n, n), np.float32)
+        cl.enqueue_copy(self.queue, s, sb)
+        return s
+
+
+def lower_error(s, ref):
+    """Largest deviation on and below the diagonal, relative to the reference's largest entry."""
+    low = np.tril_indices(ref.shape[0])
+    return float(np.max(np.abs(np.asarray(s, np.float64)[low] - ref[low])) / np.max(np.abs(ref)))

@@ -1,0 +1,144 @@
+"""Chapter 8's communication-avoiding panel (gpubook.chapters.tsqr) in float64
+against NumPy: odd sizes, blocks in local and in global memory, repeated
+columns, least squares with the response carried along, and CholeskyQR2's
+fall-back to TSQR on an ill-conditioned matrix."""
+import numpy as np
+import pyopencl as cl
+import pytest
+
+import gpubook as gb
+from gpubook.chapters import lsq, tsqr
+
+SMALL = {"TM": 16, "TN": 16, "WM": 2, "WN": 2, "K": 4, "STAGES": 2}
+
+
+@pytest.fixture(scope="module")
+def cl_env():
+    device, ctx, queue, _, _ = gb.open_device()
+    if not gb.has_fp64(device):
+        pytest.skip("this OpenCL device has no fp64")
+    return device, ctx, queue
+
+
+def assert_r_matches(r, a):
+    """R'R = A'A to 1e-12 of its largest entry, |R| = |numpy's R| (rows may differ in sign)."""
+    assert np.all(np.isfinite(r))
+    assert np.allclose(r, np.triu(r))
+    assert tsqr.gram_error(r, a) < 1e-12
+    ref = np.linalg.qr(a, mode="r")
+    k = min(a.shape)
+    assert np.max(np.abs(np.abs(r[:k]) - np.abs(ref[:k]))) <= 1e-12 * np.max(np.abs(ref))
+    assert not np.any(r[k:])  # rows past the rank of a short matrix are zero
+
+
+@pytest.mark.parametrize("m, cols, block_rows, in_local", [
+    (1001, 13, 64, None),    # 16 leaves and a partial one: a tree of 5 levels, odd counts
+    (777, 7, None, False),   # blocks factored in place in global memory
+    (90, 33, 8, None),       # more than 32 columns; leaves of fewer rows than columns
+    (5, 13, 64, None),       # fewer rows than columns
+    (1, 7, None, False),
+])
+def test_tsqr_matches_numpy(cl_env, m, cols, block_rows, in_local):
+    _, ctx, queue = cl_env
+    a = np.random.default_rng(m + cols).standard_normal((m, cols))
+    qr = tsqr.TSQR(ctx, queue, cols, block_rows=block_rows, in_local=in_local)
+    if in_local is False:
+        assert not any(qr.in_local.values())
+    assert qr.leaves(m) == -(-m // qr.BR)
+    assert_r_matches(qr.r_factor(a), a)
+
+
+def test_repeated_columns_give_zero_diagonal_not_nan(cl_env):
+    _, ctx, queue = cl_env
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((500, 13))
+    a[:, 4] = a[:, 1]                    # a repeat
+    a[:, 7] = 2 * a[:, 0] - a[:, 2]      # a combination
+    a[:, 9] = 0.0                        # a zero column
+    r = tsqr.TSQR(ctx, queue, 13, block_rows=64).r_factor(a)
+    assert np.all(np.isfinite(r))
+    scale = np.max(np.abs(r))
+    dependent = [4, 7, 9]
+    assert np.all(np.abs(np.diag(r)[dependent]) < 1e-12 * scale)
+    assert np.all(np.abs(np.delete(np.diag(r), dependent)) > 1e-3 * scale)
+    assert tsqr.gram_error(r, a) < 1e-12
+
+
+def test_least_squares_with_the_response_as_a_column(cl_env):
+    _, ctx, queue = cl_env
+    x, y = lsq.make_problem(3001, 12)
+    qr = tsqr.TSQR(ctx, queue, 13, block_rows=64)
+    rt, z, rss = qr.least_squares(x, y)
+    assert rss == pytest.approx(lsq.rss_lstsq(x, y), rel=1e-10)
+    coef = np.linalg.solve(rt, z)
+    assert np.allclose(coef, np.linalg.lstsq(x, y, rcond=None)[0], rtol=1e-10, atol=1e-12)
+    f = qr.factor(x, y)                  # Miller's form, as chapter 8's other steps hold it
+    assert lsq.factor_error(f, x) < 1e-12
+    assert f.rss_nested()[-1] == pytest.approx(rss, rel=1e-12)
+
+
+def conditioned(m, n, cond, seed):
+    rng = np.random.default_rng(seed)
+    u, _ = np.linalg.qr(rng.standard_normal((m, n)))
+    v, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    return (u * np.logspace(0, np.log10(cond), n)) @ v.T
+
+
+@pytest.fixture(scope="module")
+def cholqr(cl_env):
+    _, ctx, queue = cl_env
+    return tsqr.CholeskyQR2(ctx, queue, 13, gram_shape=SMALL, product_shape=SMALL,
+                            tsqr_options={"block_rows": 64})
+
+
+def test_cholesky_qr2_on_a_well_conditioned_matrix(cholqr):
+    a = conditioned(1003, 13, 1e5, seed=4)
+    r = cholqr.r_factor(a)
+    assert cholqr.method == "CholeskyQR2" and cholqr.reason == ""
+    assert 1e3 < cholqr.cond_estimate < 1e7
+    assert_r_matches(r, a)
+
+
+def test_cholesky_qr2_falls_back_when_cholesky_fails(cholqr):
+    a = conditioned(1003, 13, 1e12, seed=5)
+    r = cholqr.r_factor(a)
+    assert cholqr.method == "TSQR"
+    assert "not numerically positive definite" in cholqr.reason
+    assert tsqr.gram_error(r, a) < 1e-12
+
+
+def test_cholesky_qr2_falls_back_above_its_limit(cl_env, cholqr):
+    """A matrix whose Cholesky factor exists but whose diagonal ratio passes the limit."""
+    _, ctx, queue = cl_env
+    strict = tsqr.CholeskyQR2(ctx, queue, 13, limit=1e3, gram_shape=SMALL, product_shape=SMALL,
+                              tsqr_options={"block_rows": 64})
+    a = conditioned(1003, 13, 1e6, seed=6)
+    r = strict.r_factor(a)
+    assert strict.method == "TSQR" and "above the limit 1e+03" in strict.reason
+    assert strict.cond_estimate > 1e3
+    assert_r_matches(r, a)
+
+
+def test_bad_input_is_refused_clearly(cl_env):
+    _, ctx, queue = cl_env
+    qr = tsqr.TSQR(ctx, queue, 13, block_rows=64)
+    with pytest.raises(ValueError, match="expected 13 columns"):
+        qr.r_factor(np.ones((10, 5)))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        qr.r_factor(np.full((10, 13), np.nan))
+    with pytest.raises(ValueError, match="at least one row"):
+        qr.r_factor(np.ones((0, 13)))
+    with pytest.raises(ValueError, match="x of m rows and y of m values"):
+        qr.least_squares(np.ones((10, 3)), np.ones(9))
+
+
+def test_tall_skinny_million_by_128_on_a_gpu(cl_env):
+    device, ctx, queue = cl_env
+    if not device.type & cl.device_type.GPU:
+        pytest.skip("the 1,000,000 x 128 case runs on a GPU only (CPU: minutes)")
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((1_000_000, 128))
+    r = tsqr.TSQR(ctx, queue, 128).r_factor(a)
+    assert tsqr.gram_error(r, a) < 1e-12
+    ref = np.linalg.qr(a, mode="r")
+    assert np.max(np.abs(np.abs(r) - np.abs(ref))) <= 1e-10 * np.max(np.abs(ref))
