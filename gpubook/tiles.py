@@ -67,10 +67,11 @@ def feasible(device, shapes, dtype):
     return ok, skipped
 
 
-def get_kernel(ctx, device, shape, dtype, triangle=False, check=True, gv=1):
+def get_kernel(ctx, device, shape, dtype, triangle=False, check=True, gv=1, extra=None):
     """The built kernel for a shape, or TileError: a shape the device cannot
     hold, a build that fails, or a kernel whose registers leave it fewer
-    work-items per work-group than the shape needs."""
+    work-items per work-group than the shape needs. extra: more build options
+    (e.g. {"DIAG_SKIP": 0}, chapter 6's earlier kernel)."""
     dtype = np.dtype(dtype)
     if dtype == np.float64:
         require_fp64(device)
@@ -81,7 +82,7 @@ def get_kernel(ctx, device, shape, dtype, triangle=False, check=True, gv=1):
     defines = {"TYPE": "double" if dtype == np.float64 else "float", "FP64": int(dtype == np.float64),
                "LV": lv, "GV": gv, "TRIANGLE": int(triangle), "CHECK": int(check),
                "STAGES": shape.get("STAGES", 1), "PREFETCH": shape.get("PREFETCH", 1),
-               **{k: shape[k] for k in ("TM", "TN", "WM", "WN", "K")}}
+               **{k: shape[k] for k in ("TM", "TN", "WM", "WN", "K")}, **(extra or {})}
     try:
         k = kernel(ctx, PATH, "register_tiles", defines)
     except KernelBuildError as err:
@@ -93,22 +94,23 @@ def get_kernel(ctx, device, shape, dtype, triangle=False, check=True, gv=1):
     return k
 
 
-def launch_kernel(ctx, device, shape, dtype, triangle=False, aligned=False):
+def launch_kernel(ctx, device, shape, dtype, triangle=False, aligned=False, extra=None):
     """The kernel that launch() runs for these arguments (TileError where it cannot run):
     aligned products drop the bounds checks and load vectors from global memory."""
     return get_kernel(ctx, device, shape, dtype, triangle=triangle, check=not aligned,
-                      gv=vector_width(dtype) if aligned else 1)
+                      gv=vector_width(dtype) if aligned else 1, extra=extra)
 
 
 def launch(queue, shape, dtype, a, a_off, lda, b, b_off, ldb, c, c_off, ldc, m, n, k_begin, k_end,
            k_chunk=None, c_stride=0, alpha=1.0, accumulate=False, triangle=False, aligned=False,
-           wait_for=None):
+           wait_for=None, extra=None):
     """C[c_off + i*ldc + j] (+)= alpha * sum over k of A[a_off + k*lda + i] * B[b_off + k*ldb + j]
     for i < m, j < n, k_begin <= k < k_end. With k_chunk, the rows are split in
     chunks of k_chunk (a multiple of K), one per work-group row, each writing
     its own C at c_off + chunk * c_stride. triangle: only the tiles on and
     below the diagonal (m = n). aligned: every size, offset and stride is a
-    multiple of the tile (no bounds checks, 16-byte loads); the caller pads."""
+    multiple of the tile (no bounds checks, 16-byte loads); the caller pads. extra: more
+    build options (get_kernel)."""
     dtype = np.dtype(dtype)
     tm, tn, kk = shape["TM"], shape["TN"], shape["K"]
     rows = k_end - k_begin
@@ -119,7 +121,7 @@ def launch(queue, shape, dtype, a, a_off, lda, b, b_off, ldb, c, c_off, ldc, m, 
         raise ValueError(f"aligned products need m, n multiples of {tm}, {tn} and rows of {kk}")
     if triangle and (m != n or tm != tn):
         raise ValueError("the triangle needs a square C and square tiles")
-    k = launch_kernel(queue.context, queue.device, shape, dtype, triangle, aligned)
+    k = launch_kernel(queue.context, queue.device, shape, dtype, triangle, aligned, extra)
     tiles_y, tiles_x = -(-m // tm), -(-n // tn)
     groups = tiles_x * (tiles_x + 1) // 2 if triangle else tiles_y * tiles_x
     chunks = max(1, -(-rows // k_chunk))

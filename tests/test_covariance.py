@@ -146,3 +146,55 @@ def test_tile_pairs_gather_and_scatter(cl_env, gather):
 def test_limits_fall_back_to_a_measurement(cl_env):
     device, ctx, queue = cl_env
     assert gb.fp32_gflops(ctx, queue, device) > 0 and gb.h2d_gbs(ctx, queue, device) > 0
+
+
+def test_change_table_holds_every_one_change_pair_of_the_sweep():
+    fields = [lambda s: s[0], lambda s: s[1:3], lambda s: s[3], lambda s: s[4], lambda s: s[5]]
+    want = {frozenset((a, b)) for i, a in enumerate(cv.SWEEP) for b in cv.SWEEP[i + 1:]
+            if sum(f(a) != f(b) for f in fields) == 1}
+    assert {frozenset((b, a)) for _, b, a in cv.CHANGES} == want and len(cv.CHANGES) == len(want)
+    by_pair = {(b, a): what for what, b, a in cv.CHANGES}
+    assert by_pair[(64, 4, 4, 16, 1, 1), (64, 8, 8, 16, 1, 1)] == "block per work-item 4 x 4 → 8 x 8"
+    assert by_pair[(128, 8, 8, 16, 1, 1), (128, 8, 8, 16, 1, 0)] == "loads a chunk ahead → when needed"
+
+
+def test_diagonal_skip_share_counts_the_skipped_blocks():
+    # 8 x 8 blocks are 2 x 2 blocks of 4 x 4: one of four skipped on each of 32 diagonal tiles of 528
+    assert cv.diag_skip_share(4096, cv.shape(128, 8, 8, 16)) == pytest.approx(32 * 0.25 / 528)
+    assert cv.diag_skip_share(4096, cv.shape(64, 4, 4, 16)) == 0.0      # one block: nothing above
+    assert cv.diag_skip_share(256, cv.shape(128, 8, 16, 16)) == 0.0     # rectangular blocks skip nothing
+
+
+def test_kernel_before_the_diagonal_skip_gives_the_same_covariance(cl_env, small):
+    _, ctx, queue = cl_env
+    data, ref = small
+    cov = cv.Covariance(ctx, queue, 130, 70)
+    tile = cv.shape(32, 8, 8, 8)
+    before = cov.run(data.x, tile=tile, extra={"DIAG_SKIP": 0})
+    assert cv.check(before, ref, 1e-4) < 1e-4
+    assert np.allclose(before, cov.run(data.x, tile=tile), rtol=1e-5, atol=1e-6 * np.abs(ref).max())
+    k_old, size = cov.step_kernel("register_tiles", tile, {"DIAG_SKIP": 0})
+    assert k_old is not cov.step_kernel("register_tiles", tile)[0] and size == (16, 1)
+
+
+def test_local_bound_and_ptx_counts_say_what_they_can(cl_env):
+    device, ctx, queue = cl_env
+    assert cv.local_bound_gflops(8000.0) == 2000.0     # 8 bytes per multiply-add of 2 flops
+    rate, where = cv.local_gbs(ctx, queue, device, "small")
+    assert rate > 0 and "machine chapter" in where
+    cov = cv.Covariance(ctx, queue, 130, 70)
+    counts = cv.fmas_per_local_load(cov.step_kernel("local_tiles")[0])
+    assert counts is None or counts[1] > 0               # None where the binary is not PTX (PoCL)
+
+
+def test_step_kernels_name_their_local_sizes(cl_env):
+    device, ctx, queue = cl_env
+    cov = cv.Covariance(ctx, queue, 130, 70)
+    for step in cv.STEPS:
+        k, size = cov.step_kernel(step, TILE if step == "register_tiles" else None)
+        assert gb.kernel_resources(k, device, size)["work_group"] == int(np.prod(size))
+    k, size = cov.step_kernel("local_tiles", 4)
+    assert size == (4, 4)
+    with pytest.raises(ValueError, match="unknown step"):
+        cov.step_kernel("tensor_cores")
+

@@ -170,7 +170,8 @@ def test_resources_on_the_local_device(tile_kernel):
     nvidia = "NVIDIA" in device.platform.name
     res = gb.kernel_resources(kern, device)
     assert (res["registers"] is not None) == nvidia  # PoCL's log has no ptxas lines
-    assert res["local_bytes"] == 256 and res["work_group"] == 64  # from reqd_work_group_size
+    # 64 floats; NVIDIA adds a few bytes of its own
+    assert 256 <= res["local_bytes"] <= 272 and res["work_group"] == 64  # from reqd_work_group_size
     assert isinstance(res["private_bytes"], int) and res["max_work_group"] >= 64
     rows = _cells(gb.resource_table([("tile", kern, 64), ("tile, any group", kern, None)], device))
     assert rows[2][:2] == ["tile", "64"] and rows[2][4] == "256"
@@ -186,7 +187,8 @@ def test_records_gain_resources(tile_kernel, tmp_path):
     entry = json.loads(path.read_text())
     assert list(entry) == ["device", "vendor", "driver", "platform", "date", "scale", "data", "resources"]
     mine = entry["resources"]["t/tile.cl:tile[N=2]"]
-    assert mine["local_bytes"] >= 256 and mine["work_group"] == 64  # NVIDIA adds a few bytes of its own and "max_work_group" in mine
+    # 64 floats; NVIDIA adds a few bytes of its own
+    assert 256 <= mine["local_bytes"] <= 272 and mine["work_group"] == 64 and "max_work_group" in mine
     assert all(v and None not in v.values() for v in entry["resources"].values())
     stub = SimpleNamespace(name="Test GPU", vendor="V", driver_version="1", platform=SimpleNamespace(name="P"))
     path = gb.record("ch", stub, "small", {"x": 1}, root=tmp_path / "results", force=True)

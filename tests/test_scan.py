@@ -1,6 +1,7 @@
 """Chapter 7's scans and fitness on the local OpenCL device: odd sizes, one
 element, several blocks and tiles, and the fitness against NumPy with ties."""
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cla
 import pytest
 
@@ -133,3 +134,25 @@ def test_scan_shapes_stand_in_when_none_fits():
     assert shapes == [(64, 32)]
     assert [s for s, _ in skipped] == [(128, 32), (256, 16)]
     assert "work-group size 128 exceeds this device's maximum 64 (tiny)" in skipped[0][1]
+
+
+def test_warp_shuffle_scan_is_gated_on_nvidia_with_a_reason(cl_env):
+    device, ctx, queue = cl_env
+    why = sc.shuffle_unavailable(device, 256)
+    if "NVIDIA" in device.platform.name.upper():
+        assert why is None and "multiple of 32" in sc.shuffle_unavailable(device, 48)
+        scan = sc.DeviceScan(ctx, queue, "4_single_pass", wg=64, items=16, shuffle=True)
+        x = np.random.default_rng(1).random(100_003, dtype=np.float32)
+        src = cl.Buffer(ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=x)
+        dst = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, x.nbytes)
+        scan.enqueue(src, dst, x.size)
+        got = np.empty_like(x)
+        cl.enqueue_copy(queue, got, dst)
+        ref = np.cumsum(x, dtype=np.float64)
+        assert np.max(np.abs(got - ref)) / ref[-1] < 1e-5
+    else:
+        assert "inline NVIDIA PTX" in why and device.platform.name.strip() in why
+        with pytest.raises(sc.ShuffleUnavailable, match="inline NVIDIA PTX"):
+            sc.DeviceScan(ctx, queue, "4_single_pass", wg=64, items=16, shuffle=True)
+        with pytest.raises(sc.ShuffleUnavailable, match="inline NVIDIA PTX"):
+            sc.ListFitness(ctx, queue, "2_work_efficient", wg=64, shuffle=True)

@@ -163,9 +163,11 @@ def xtx(ctx, queue, m=131_072, n=4_096):
         say(f"  OpenCL {mode:8s}: {t.median * 1e3:8.2f} ms, {flops / t.median / 1e12:6.1f} TFLOP/s, "
             f"error {errors[mode]:.1e} (chapter 6's tolerance 1e-4)")
     tf32 = None
+    from cupy import cublas
+
     xg = cp.asarray(xc)
     out = cp.zeros((n, n), cp.float32)
-    syrk = cuda_seconds(cp, lambda: cp.cublas.syrk("T", xg, out=out, lower=True))
+    syrk = cuda_seconds(cp, lambda: cublas.syrk("T", xg, out=out, lower=True))
     err = tensor.lower_error(cp.asnumpy(out), ref)
     say(f"  cuBLAS SSYRK float32 (cupy.cublas.syrk): {syrk * 1e3:.2f} ms, {flops / syrk / 1e12:.1f} TFLOP/s, "
         f"error {err:.1e}")

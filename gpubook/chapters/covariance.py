@@ -90,12 +90,40 @@ SWEEP = [(32, 4, 8, 16, 1, 1), (64, 4, 4, 16, 1, 1), (64, 8, 8, 16, 1, 1), (128,
          (128, 8, 8, 16, 2, 0), (128, 8, 8, 32, 2, 0)]
 
 
+# What a sweep row is made of: the tile, the block per work-item, the chunk,
+# the local buffers and when the loads are issued.
+FIELDS = {"tile": lambda s: s[0], "block": lambda s: s[1:3], "K": lambda s: s[3],
+          "buffers": lambda s: s[4], "loads": lambda s: s[5]}
+
+
+def _says(field, value):
+    if field == "block":
+        return f"{value[0]} x {value[1]}"
+    if field == "loads":
+        return "a chunk ahead" if value else "when needed"
+    return str(value)
+
+
+def one_change_pairs(sweep=SWEEP):
+    """Every pair of sweep rows that differ in one thing: (what changed, before, after).
+    Before has the smaller tile, block, K or buffer count, or loads a chunk ahead."""
+    pairs = []
+    for i, a in enumerate(sweep):
+        for b in sweep[i + 1:]:
+            diff = [f for f, get in FIELDS.items() if get(a) != get(b)]
+            if len(diff) != 1:
+                continue
+            f = diff[0]
+            key = FIELDS[f]
+            before, after = (a, b) if (key(a) > key(b) if f == "loads" else key(a) < key(b)) else (b, a)
+            what = {"tile": "tile", "block": "block per work-item", "K": "K", "buffers": "local buffers",
+                    "loads": "loads"}[f]
+            pairs.append((f"{what} {_says(f, key(before))} → {_says(f, key(after))}", before, after))
+    return pairs
+
+
 # Pairs of sweep rows that differ in one thing: (what changed, before, after).
-CHANGES = [("a bigger tile, 64 → 128", (64, 8, 8, 16, 1, 1), (128, 8, 8, 16, 1, 1)),
-           ("more work per work-item, 8 x 8 → 8 x 16", (128, 8, 8, 16, 1, 1), (128, 8, 16, 16, 1, 1)),
-           ("longer chunks, K = 8 → 16", (128, 8, 8, 8, 1, 1), (128, 8, 8, 16, 1, 1)),
-           ("two local buffers, one barrier per chunk", (128, 8, 8, 16, 1, 1), (128, 8, 8, 16, 2, 1)),
-           ("loads when needed instead of a chunk ahead", (128, 8, 8, 16, 2, 1), (128, 8, 8, 16, 2, 0))]
+CHANGES = one_change_pairs()
 
 
 def shape(tb, wm, wn, k, stages=1, prefetch=1):
@@ -131,13 +159,42 @@ def runnable_tile(ctx, device, preferred=()):
                           "\n".join(f"  {tiles.label(s)}: {why}" for s, why in skipped))
 
 
-def local_tiles_kernel(ctx, device):
-    """Step 3's kernel and its tile T: the largest of LOCAL_T, 8, 4 whose T x T
-    work-group and two T x (T + 1) local tiles this device and the built kernel allow."""
-    t = launch.square_side(device, (LOCAL_T, 8, 4), lambda t: 2 * 4 * t * (t + 1))
+def local_tiles_kernel(ctx, device, sides=(LOCAL_T, 8, 4)):
+    """Step 3's kernel and its tile T: the first of `sides` (by default LOCAL_T, 8, 4) whose
+    T x T work-group and two T x (T + 1) local tiles this device and the built kernel allow."""
+    t = launch.square_side(device, sides, lambda t: 2 * 4 * t * (t + 1))
     k = kernel(ctx, "covariance/local_tiles.cl", "local_tiles", {"T": t})
     launch.check(device, t * t, kern=k)
     return k, t
+
+
+def local_bound_gflops(local_gbs):
+    """Step 3's ceiling in GFLOP/s: each multiply-add (2 flops) reads two floats
+    (8 bytes) from local memory, so at most local_gbs / 8 multiply-adds per ns."""
+    return 2 * local_gbs / 8
+
+
+def local_gbs(ctx, queue, device, scale):
+    """(local-memory read rate in GB/s, where it comes from): the machine chapter's
+    record for this device, else its stride-1 local-memory kernel run now."""
+    from . import machine
+
+    rec = machine.recorded(device)
+    if rec and rec.get("local_gbs"):
+        return rec["local_gbs"], "the machine chapter's record"
+    curve, _ = machine.local_stride_curve(ctx, queue, device, scale, strides=[1], repeats=3)
+    return curve[0]["rate"], "the machine chapter's stride-1 local-memory kernel, run now"
+
+
+def fmas_per_local_load(kern):
+    """(fma.rn.f32, ld.shared) instruction counts (fma.rn.ftz.f32 counted too) in the kernel's PTX, or None where
+    the binary is not PTX (every device but NVIDIA's)."""
+    from ..resources import ptx_lines
+
+    loads = ptx_lines(kern, r"\bld\.shared\.", limit=10**6)
+    if not loads:
+        return None
+    return len(ptx_lines(kern, r"\bfma\.rn(?:\.ftz)?\.f32\b", limit=10**6)), len(loads)
 
 
 def launch_col_sums(queue, x, shift, partial, m, n, accumulate=False, rows=SUM_ROWS, wait_for=None):
@@ -155,13 +212,16 @@ def launch_centre(queue, x, shift, xc, scale, m, n, mp, np_, wait_for=None):
                           np.int32(n), np.int32(np_), wait_for=wait_for)
 
 
-def launch_tiles(queue, a, b, s, m, lda, ldb, ldc, tile, pair=None, accumulate=False, wait_for=None):
+def launch_tiles(queue, a, b, s, m, lda, ldb, ldc, tile, pair=None, accumulate=False, wait_for=None,
+                 extra=None):
     """S (+)= AᵀB with register tiles (gpubook.tiles, float): over the lower
     triangle of a square S (pair=None, A = B), or over the full rows x cols grid
-    of S for two panels (pair=(rows, cols)). Everything is padded: no bounds."""
+    of S for two panels (pair=(rows, cols)). Everything is padded: no bounds.
+    extra: more build options ({"DIAG_SKIP": 0}: the kernel before the diagonal skip)."""
     rows, cols = (lda, lda) if pair is None else pair
     return tiles.launch(queue, tile, np.float32, a, 0, lda, b, 0, ldb, s, 0, ldc, rows, cols, 0, m,
-                        accumulate=accumulate, triangle=pair is None, aligned=True, wait_for=wait_for)
+                        accumulate=accumulate, triangle=pair is None, aligned=True, wait_for=wait_for,
+                        extra=extra)
 
 
 def launch_finish(queue, s, lds, c, rows, cols, d1, d2, inv_m, mirror=True, wait_for=None):
@@ -220,21 +280,37 @@ class Covariance:
         return out / np.float32(self.m)
 
     # steps 2-4: S = XcᵀXc, then C ---------------------------------------------
-    def products(self, step, tile=None):
-        """Enqueue one step's kernel writing S; returns its event."""
+    def step_kernel(self, step, tile=None, extra=None):
+        """(the built kernel of a step, the local size it runs with), for resource tables."""
+        if step in ("naive", "symmetric"):
+            k = kernel(self.ctx, f"covariance/{step}.cl", step)
+            return k, launch.local_size(k, self.device, (16, 16))
+        if step == "local_tiles":
+            k, t = local_tiles_kernel(self.ctx, self.device, *([(tile,)] if isinstance(tile, int) else []))
+            return k, (t, t)
+        if step == "register_tiles":
+            tile = tile or self.tile
+            k = tiles.launch_kernel(self.ctx, self.device, tile, np.float32, triangle=True, aligned=True,
+                                    extra=extra)
+            return k, (tiles.work_items(tile), 1)
+        raise ValueError(f"unknown step {step!r}; use one of {', '.join(STEPS)}")
+
+    def products(self, step, tile=None, extra=None):
+        """Enqueue one step's kernel writing S; returns its event. tile: the register
+        tiles' shape, or step 3's T; extra: more build options of the register tiles."""
         m, np_ = np.int32(self.mp), np.int32(self.np_)
         if step in ("naive", "symmetric"):
             # np_ is a multiple of COL_PAD, so of any local size: these kernels check no bounds
             k = kernel(self.ctx, f"covariance/{step}.cl", step)
             return launch.enqueue(self.queue, k, (self.np_, self.np_), (16, 16), self.xc, self.s, m, np_)
         if step == "local_tiles":
-            k, t = local_tiles_kernel(self.ctx, self.device)
+            k, t = local_tiles_kernel(self.ctx, self.device, *([(tile,)] if isinstance(tile, int) else []))
             nt = self.np_ // t
             return k(self.queue, (nt * (nt + 1) // 2 * t, t), (t, t), self.xc, self.s, m, np_,
                      np.int32(0))
         if step == "register_tiles":
             return launch_tiles(self.queue, self.xc, self.xc, self.s, self.mp, self.np_, self.np_,
-                                self.np_, tile or self.tile)
+                                self.np_, tile or self.tile, extra=extra)
         raise ValueError(f"unknown step {step!r}; use one of {', '.join(STEPS)}")
 
     def finish(self, d=None):
@@ -242,21 +318,21 @@ class Covariance:
         d = self.zeros if d is None else d
         return launch_finish(self.queue, self.s, self.np_, self.c, self.n, self.n, d, d, 1.0 / self.m)
 
-    def covariance_events(self, step, tile=None):
+    def covariance_events(self, step, tile=None, extra=None):
         """One step from centred data to C: its kernel and the finishing kernel."""
-        return [self.products(step, tile), self.finish()]
+        return [self.products(step, tile, extra), self.finish()]
 
     def result(self):
         out = np.empty((self.n, self.n), np.float32)
         cl.enqueue_copy(self.queue, out, self.c)
         return out
 
-    def run(self, x, step="register_tiles", tile=None):
+    def run(self, x, step="register_tiles", tile=None, extra=None):
         """Upload, mean, centre, covariance: C as a NumPy array."""
         self.upload(x)
         self.mean()
         self.centre()
-        self.covariance_events(step, tile)
+        self.covariance_events(step, tile, extra)
         return self.result()
 
     def one_pass(self, x, tile=None):
@@ -271,3 +347,13 @@ class Covariance:
         out = self.result()
         cl.enqueue_copy(self.queue, self.d, np.zeros(self.n, np.float32))
         return out
+
+
+def diag_skip_share(np_, shape, lv=4):
+    """Share of step 4's multiply-adds that the diagonal skip saves: on each of the
+    np_/TM diagonal tiles (of np_/TM·(np_/TM + 1)/2 launched), b(b-1)/2 of a work-item's
+    b x b blocks of LV x LV (b = WM/LV) lie above the diagonal."""
+    nt, b = np_ // shape["TM"], shape["WM"] // lv
+    if shape["WM"] != shape["WN"] or shape["TM"] != shape["TN"]:
+        return 0.0
+    return nt * (b * (b - 1) / 2) / (b * b) / (nt * (nt + 1) / 2)

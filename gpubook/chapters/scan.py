@@ -10,7 +10,7 @@ import numpy as np
 import pyopencl as cl
 
 from .. import launch
-from ..kernels import kernel
+from ..kernels import KernelBuildError, kernel
 
 LIST_STEPS = ("1_hillis_steele", "2_work_efficient")
 DEVICE_STEPS = ("3_reduce_then_scan", "4_single_pass")
@@ -88,6 +88,36 @@ def make_population(models, n, seed=7, levels=64):
     return scores.astype(np.float32), labels
 
 
+class ShuffleUnavailable(ValueError):
+    """The warp-shuffle work-group scan cannot run here; the message says why."""
+
+
+def shuffle_unavailable(device, wg):
+    """Why the warp-shuffle scan (WARP_SHUFFLE=1: inline PTX shfl.sync) cannot run on this
+    device with work-groups of wg, or None. Only NVIDIA's OpenCL compiles PTX."""
+    platform = device.platform.name.strip()
+    if "NVIDIA" not in platform.upper():
+        return f"the warp-shuffle scan is inline NVIDIA PTX; the platform here is {platform}"
+    if wg % 32 or wg > 1024:
+        return f"the warp-shuffle scan needs a multiple of 32 work-items, at most 1024, not {wg}"
+    return None
+
+
+def build(ctx, device, sources, names, defines, shuffle):
+    """The kernels `names` of the joined sources; with shuffle, the WARP_SHUFFLE=1 build of the
+    work-group scan (ShuffleUnavailable, with the reason, where it cannot run or build)."""
+    if not shuffle:
+        return [kernel(ctx, sources, name, defines) for name in names]
+    why = shuffle_unavailable(device, defines["WG"])
+    if why:
+        raise ShuffleUnavailable(why)
+    try:
+        return [kernel(ctx, sources, name, {**defines, "WARP_SHUFFLE": 1}) for name in names]
+    except KernelBuildError as err:
+        raise ShuffleUnavailable(f"the warp-shuffle scan does not build on {device.name.strip()}: "
+                                 f"{str(err).splitlines()[0]}") from None
+
+
 def _check_wg(device, wg, local_bytes, kern=None):
     """A clear error (launch.LaunchError) for a work-group this device or kernel cannot run."""
     if wg < 1 or wg & (wg - 1):
@@ -103,7 +133,7 @@ def list_local_bytes(step, wg, items=8):
 class ListFitness:
     """Steps 1-2: one work-group computes the fitness of one sorted list of labels."""
 
-    def __init__(self, ctx, queue, step, wg=256, items=8):
+    def __init__(self, ctx, queue, step, wg=256, items=8, shuffle=False):
         if step not in LIST_STEPS:
             raise ValueError(f"unknown step {step!r}; use one of {', '.join(LIST_STEPS)}")
         _check_wg(queue.device, wg, list_local_bytes(step, wg, items))
@@ -111,7 +141,7 @@ class ListFitness:
         if step == "2_work_efficient":
             defines["ITEMS"] = items
         name = "fitness_hs" if step == "1_hillis_steele" else "fitness_we"
-        self.kernel = kernel(ctx, (WG_SCAN, f"scan/{step}.cl"), name, defines)
+        self.kernel, = build(ctx, queue.device, (WG_SCAN, f"scan/{step}.cl"), [name], defines, shuffle)
         _check_wg(queue.device, wg, 0, self.kernel)
         self.queue, self.wg = queue, wg
         self.out = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16)
@@ -156,9 +186,10 @@ class DeviceScan:
     """Step 3: an inclusive float32 scan of a whole buffer, in three launches
     (reduce, then scan) or in one (decoupled look-back)."""
 
-    def __init__(self, ctx, queue, step, wg=256, items=16, look=None, stage=True):
+    def __init__(self, ctx, queue, step, wg=256, items=16, look=None, stage=True, shuffle=False):
         """look: tiles looked back at once, by default 32 (or all the work-group's
-        work-items, when it has fewer)."""
+        work-items, when it has fewer); stage: the tile through local memory; shuffle:
+        the warp-shuffle work-group scan (NVIDIA only, ShuffleUnavailable elsewhere)."""
         look = min(32, wg) if look is None else look
         if step not in DEVICE_STEPS:
             raise ValueError(f"unknown step {step!r}; use one of {', '.join(DEVICE_STEPS)}")
@@ -174,7 +205,7 @@ class DeviceScan:
         if step == DEVICE_STEPS[1]:
             defines["LOOK"] = look
         names = ("tile_sums", "scan_sums", "scan_tiles") if step == DEVICE_STEPS[0] else ("scan_single_pass",)
-        self.kernels = [kernel(ctx, src, name, defines) for name in names]
+        self.kernels = build(ctx, queue.device, src, names, defines, shuffle)
         for k in self.kernels:
             _check_wg(queue.device, wg, 0, k)
         self._scratch = {}
@@ -248,3 +279,13 @@ class Population:
         got = np.empty(bufs[-1], np.float32)
         cl.enqueue_copy(self.queue, got, bufs[2])
         return got
+
+
+def check_prefix(got, ref, rtol):
+    """The largest error of float32 prefix sums against float64 ones, relative to the
+    total; AssertionError, with the error, beyond rtol."""
+    got = np.asarray(got)
+    err = float(np.max(np.abs(got - ref[:got.size]))) / float(ref[got.size - 1])
+    if not err < rtol:
+        raise AssertionError(f"prefix sums differ from float64 by {err:.1e} of the total (tolerance {rtol:.0e})")
+    return err

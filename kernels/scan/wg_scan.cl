@@ -7,8 +7,69 @@
 // writes cannot overwrite what another work-item has yet to read: one barrier
 // a round instead of the seed's two. `tmp` holds 2*WG + 1 values of type T;
 // afterwards tmp[WG_TOTAL] is the work-group's total.
+//
+// WARP_SHUFFLE=1 (NVIDIA only: inline PTX, as chapter 4's fast.cl): each warp
+// of 32 work-items scans its values in registers with five shfl.sync.up steps
+// and no barrier; only the warp totals go through local memory, scanned by
+// the first warp the same way. Three barriers instead of log2(WG) + 2. WG
+// must be a multiple of 32, at most 1024.
 #define WG_TOTAL (2 * WG)
+#ifndef WARP_SHUFFLE
+#define WARP_SHUFFLE 0
+#endif
 
+#if WARP_SHUFFLE
+#define AS_T(v) AS_EXPANDED(T, v)
+#define AS_EXPANDED(t, v) AS_PASTED(t, v)
+#define AS_PASTED(t, v) as_##t(v)
+#define WARPS (WG / 32)
+// The value of the lane `delta` below this one (this lane's own below delta).
+T shfl_up(T v, int delta)
+{
+    uint r;
+    asm volatile("shfl.sync.up.b32 %0, %1, %2, 0x0, 0xffffffff;"
+                 : "=r"(r) : "r"(as_uint(v)), "r"(delta));
+    return AS_T(r);
+}
+
+T warp_scan(T x, const int lane)
+{
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const T y = shfl_up(x, d);
+        if (lane >= d)
+            x += y;
+    }
+    return x;
+}
+
+T wg_scan_inclusive(T x, __local T *tmp)
+{
+    const int lid = get_local_id(0), lane = lid & 31, warp = lid >> 5;
+    x = warp_scan(x, lane);
+    if (lane == 31)
+        tmp[warp] = x;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (warp == 0) {
+        T t = lane < WARPS ? tmp[lane] : (T)0;
+#pragma unroll
+        for (int d = 1; d < WARPS; d <<= 1) {
+            const T y = shfl_up(t, d);
+            if (lane >= d)
+                t += y;
+        }
+        if (lane < WARPS)
+            tmp[WG + lane] = t;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (warp > 0)
+        x += tmp[WG + warp - 1];
+    if (lid == WG - 1)
+        tmp[WG_TOTAL] = x;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return x;
+}
+#else
 T wg_scan_inclusive(T x, __local T *tmp)
 {
     const int lid = get_local_id(0);
@@ -27,3 +88,4 @@ T wg_scan_inclusive(T x, __local T *tmp)
     barrier(CLK_LOCAL_MEM_FENCE);
     return x;
 }
+#endif

@@ -25,12 +25,18 @@
 //             arithmetic, and wait in registers; 0: loaded when needed
 //   TRIANGLE  1: only the tiles on and below the diagonal of a square C
 //   CHECK     1: M, N and the rows need not be multiples of the tile
+//   DIAG_SKIP 1 (default): on the tiles of the diagonal, skip the blocks that
+//             lie above it; 0: chapter 6's earlier kernel, one plain loop over
+//             the WM x WN products (kept to measure what the change bought)
 // The rows k_begin..k_end are split into chunks of k_chunk rows, one per
 // get_group_id(1); chunk h writes its sums at c_off + h * c_stride.
 // Built with TRACE (gpubook.trace, for chapter 6's figure), each work-item
 // records every element of C it writes: step = its chunk h, index into c.
 #if FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+#ifndef DIAG_SKIP
+#define DIAG_SKIP 1
 #endif
 #define PASTE(a, b) a##b
 #define VECTOR(t, n) PASTE(t, n)
@@ -113,7 +119,7 @@ void register_tiles(__global const TYPE *restrict a, const int a_off, const int 
 #endif
     const int lid = get_local_id(0), tx = lid % TX, ty = lid / TX;
     const int i0 = bi * TM, j0 = bj * TN;
-#if TRIANGLE
+#if TRIANGLE && DIAG_SKIP
     // On a tile of the diagonal, a work-item's LV x LV block (hp, hq) with
     // hp < hq holds only entries above the diagonal (rows and columns are
     // spread alike, TX = TY): every work-item skips the same blocks.
@@ -166,6 +172,13 @@ void register_tiles(__global const TYPE *restrict a, const int a_off, const int 
 #pragma unroll
             for (int h = 0; h < WN / LV; ++h)
                 SPLIT(lb[(s * K + k) * (TN / LV) + h * TX + tx], rb + LV * h)
+#if TRIANGLE && !DIAG_SKIP
+#pragma unroll
+            for (int p = 0; p < WM; ++p)
+#pragma unroll
+                for (int q = 0; q < WN; ++q)
+                    acc[p][q] = fma(ra[p], rb[q], acc[p][q]);
+#else
 #pragma unroll
             for (int hp = 0; hp < WM / LV; ++hp)
 #pragma unroll
@@ -180,6 +193,7 @@ void register_tiles(__global const TYPE *restrict a, const int a_off, const int 
                         for (int q = hq * LV; q < (hq + 1) * LV; ++q)
                             acc[p][q] = fma(ra[p], rb[q], acc[p][q]);
                 }
+#endif
         }
 #if STAGES == 1
         barrier(CLK_LOCAL_MEM_FENCE);
