@@ -6,7 +6,7 @@ import shutil
 import matplotlib.pyplot as plt
 import pytest
 
-from gpubook.chapters import across as ac, across_plots as ap
+from gpubook.chapters import across as ac, across_plots as ap, roofline as rf
 from gpubook.paths import RESULTS
 
 DEVICES = sorted(p.parent.name for p in RESULTS.glob("*/00_device.json")
@@ -72,12 +72,84 @@ def test_vendor_figures_equal_vendor_json(results, device):
     if vendor is None:
         pytest.skip(f"{device} has no vendor.json")
     cov = read(device, "06_covariance")
-    expected = {"03_device_reduction": vendor["sum"]["rate"], "07_scan": vendor["cumsum"]["rate"],
+    expected = {("03_device_reduction", "sum"): vendor["sum"]["rate"],
+                ("07_scan", "cumsum"): vendor["cumsum"]["rate"],
                 # TFLOP/s counted as 2·m·n², the chapter counts useful GFLOP/s, m·n·(n+1)
-                "06_covariance": vendor["xtx"]["rate"] * 1e3 * (cov["n"] + 1) / (2 * cov["n"])}
-    for file, value in expected.items():
-        assert ac.vendor_figure(ac.by_file(file), results[device]) == pytest.approx(value, rel=1e-12)
+                ("06_covariance", "xtx"): vendor["xtx"]["rate"] * 1e3 * (cov["n"] + 1) / (2 * cov["n"])}
+    for (file, figure), value in expected.items():
+        assert ac.vendor_figure(ac.by_file(file), results[device], figure) == pytest.approx(value, rel=1e-12)
     assert ac.vendor_figure(ac.by_file("05_transpose"), results[device]) is None  # no vendor figure
+
+
+def test_the_same_job_comes_first_and_second_lines_follow(tmp_path):
+    """SSYRK, CUB's sum and scan are each chapter's first vendor line; where a device
+    recorded them, every ratio is to them, and the PyTorch calls stay as second lines."""
+    assert [v.figure for v in ac.by_file("06_covariance").vendors] == ["syrk", "xtx"]
+    assert [v.figure for v in ac.by_file("03_device_reduction").vendors] == ["cub_sum", "sum"]
+    assert [v.figure for v in ac.by_file("07_scan").vendors] == ["cub_scan", "cumsum"]
+    gpu = "nvidia-h200"
+    copy_device(gpu, tmp_path)
+    path = tmp_path / gpu / "vendor.json"
+    entry = json.loads(path.read_text())
+    cov = read(gpu, "06_covariance")
+    before = ac.load(tmp_path)
+    ratio, label = ac.vendor_ratio(ac.by_file("06_covariance"), before[gpu])
+    assert "second line" in label  # no SSYRK recorded: the GEMM, said to be a second line
+    rows = ac.vendor_rows(before)
+    first = next(k for k, r in enumerate(rows) if r[0] == "6. Covariance")
+    assert "SSYRK" in rows[first][1] and rows[first][3] == "not recorded"
+    assert rows[first + 1][1].startswith("second line")
+    entry["data"]["syrk"] = dict(entry["data"]["xtx"], figure="syrk", label="cuBLAS SSYRK (test)",
+                                 median_s=0.05, shape=[cov["m"], cov["n"]])
+    path.write_text(json.dumps(entry))
+    after = ac.load(tmp_path)
+    ratio, label = ac.vendor_ratio(ac.by_file("06_covariance"), after[gpu])
+    assert label == "cuBLAS SSYRK (test)"
+    assert ratio == pytest.approx(cov["useful_gflops"]["register_tiles"] * 0.05 / (cov["m"] * cov["n"] * (cov["n"] + 1) / 1e9))
+    row = next(r for r in ac.vendor_rows(after) if r[0] == "6. Covariance")
+    assert row[1] == "cuBLAS SSYRK (test)" and row[3].endswith(f"(last step {ratio:.2f}×)")
+    labels = [label for label, _, p in rf.discussed(after[gpu])]
+    assert "cuBLAS SSYRK" in labels and "cuBLAS GEMM through torch.matmul" not in labels
+    with pytest.raises(ValueError, match="no vendor figure"):
+        ac.vendor_figure(ac.by_file("06_covariance"), after[gpu], "cumsum")
+
+
+def test_machine_rows(tmp_path):
+    gpu = "nvidia-h200"
+    copy_device(gpu, tmp_path, only={"00_device"})
+    assert ac.machine_rows(ac.load(tmp_path)) == [["quantity"]]  # nobody recorded the machine chapter
+    curve = [{"bytes": 2**12 * 4**k, "ns": ns, "rate": rate}
+             for k, (ns, rate) in enumerate([(30.0, 9000.0), (31.0, 8800.0), (250.0, 4000.0), (600.0, 3900.0)])]
+    data = {"latency_ns": 600.0, "latency_curve": curve, "bandwidth_curve": curve, "read_gbs": 3900.0,
+            "local_gbs": 20000.0, "little": {"device_bytes": 600.0 * 3900.0, "per_cu_bytes": 600.0 * 3900.0 / 132}}
+    (tmp_path / gpu / "00_machine.json").write_text(json.dumps({"device": "NVIDIA H200", "data": data}))
+    rows = {r[0]: r[1:] for r in ac.machine_rows(ac.load(tmp_path))}
+    assert rows["quantity"] == ["NVIDIA H200"]
+    assert rows["latency of one load, device memory (ns)"] == ["600"]
+    assert rows["latency of one load, smallest working set (ns)"] == ["30"]
+    assert rows["best read bandwidth, in a cache (GB/s)"] == ["9,000"]
+    assert rows["latency's half-way edge (working set)"] == ["64 KiB"]
+    assert rows["bytes in flight, whole device (Little's law)"] == ["2.23 MiB"]
+
+
+def test_roofline_labels_the_discussed_points_and_its_legend_is_drawn(results):
+    fig = ap.plot_roofline(results)
+    for ax, records in zip(fig.axes, [r for r in results.values() if ac.limits(r)]):
+        texts = {t.get_text(): t.xy for t in ax.texts}
+        found = rf.discussed(records)
+        assert found and len(texts) == len(found) < len(rf.roofline(records)[1])
+        for label, _, p in found:
+            assert texts[label] == (p["ai"], p["gflops"])
+    points = [p for r in results.values() for p in rf.roofline(r)[1]]
+    kinds = {p["vendor"] for p in points}
+    for text in (t.get_text() for t in fig.legends[0].get_texts()):  # each entry names something drawn
+        if text.startswith("roof:"):
+            assert any(line.get_xydata().size for ax in fig.axes for line in ax.lines)
+        elif text.startswith("vendor library"):
+            assert ("second line" if "second line" in text else "same job") in kinds, text
+        else:
+            assert any(p["chapter"] == text for p in points), text
+    plt.close(fig)
 
 
 def copy_device(src, dst_root, slug=None, drop=(), rename=None, only=None):
@@ -189,7 +261,7 @@ def test_multi_rows_read_chapter_10_records(tmp_path):
 
 def test_roofline_points_come_from_the_records(results):
     for records in results.values():
-        roofs, points = ac.roofline(records)
+        roofs, points = rf.roofline(records)
         if roofs is None:
             continue
         lim = ac.limits(records)

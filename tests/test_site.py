@@ -113,36 +113,65 @@ def test_chapter_renders_with_images_loaded(tmp_path, name):
     assert broken == 0, f"{broken} of {total} images failed to load"
 
 
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run", "--virtual-time-budget=10000"]
+
+
+def probe_page(page, script, attribute, tmp_path):
+    """Load a copy of a built page with `script` in Chromium; the JSON that the script
+    wrote into the body's `attribute`, or a failed test when it wrote nothing."""
+    probe = page.with_name(f"_{attribute}_probe.html")
+    probe.write_text(page.read_text().replace("</body>", f"<script>{script}</script></body>", 1))
+    try:
+        dom = subprocess.run([find_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
+                              "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    finally:
+        probe.unlink()
+    found = re.search(rf'{attribute}="([^"]+)"', dom)
+    assert found, "the page's load handler did not run"
+    return json.loads(html_lib.unescape(found.group(1)))
+
+
+SHOWN = "const shown = e => !!e && e.getClientRects().length > 0 && e.getBoundingClientRect().width > 0;"
+
+
 @pytest.mark.skipif(find_chromium() is None, reason="no Chromium installed (.ci/run installs Debian's chromium)")
 def test_repository_button_opens_and_links_to_the_repository(tmp_path):
     """Chapter 3 in Chromium: the source button is shown, a click opens its menu, and
     the menu's repository entry is visible and links to _config.yml's repository."""
-    page = HTML / "notebooks" / "03_reduction.html"
-    probe = page.with_name("_button_probe.html")
-    script = """<script>window.addEventListener('load', () => {
-      const shown = e => !!e && e.getClientRects().length > 0 && e.getBoundingClientRect().width > 0;
+    script = SHOWN + """window.addEventListener('load', () => {
       const toggle = document.querySelector('.dropdown-source-buttons > button');
       const link = document.querySelector('a.btn-source-repository-button');
       const before = shown(link);
       if (toggle) toggle.click();
       setTimeout(() => document.body.setAttribute('data-button', JSON.stringify({
         toggle: shown(toggle), before: before, after: shown(link), href: link ? link.href : null})), 500);
-    });</script></body>"""
-    probe.write_text(page.read_text().replace("</body>", script, 1))
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--no-first-run",
-             f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000"]
-    try:
-        dom = subprocess.run([find_chromium(), *flags, "--dump-dom", probe.as_uri()],
-                             capture_output=True, text=True, timeout=120).stdout
-    finally:
-        probe.unlink()
-    found = re.search(r"data-button=\"([^\"]+)\"", dom)
-    assert found, "the page's load handler did not run"
-    state = json.loads(html_lib.unescape(found.group(1)))
+    });"""
+    state = probe_page(HTML / "notebooks" / "03_reduction.html", script, "data-button", tmp_path)
     assert state["toggle"], "the source button is not shown"
     assert not state["before"] and state["after"], f"the menu did not open on a click: {state}"
     assert state["href"] == repository_url(), state
+
+
+@pytest.mark.skipif(find_chromium() is None, reason="no Chromium installed (.ci/run installs Debian's chromium)")
+def test_an_exercise_solution_opens_on_a_click(tmp_path):
+    """Chapter 3's first exercise in Chromium: its solution's code is hidden under a
+    toggle after the 'Exercises' heading, and a click on the toggle shows it."""
+    script = SHOWN + """window.addEventListener('load', () => {
+      const heading = [...document.querySelectorAll('h2')].find(h => h.textContent.includes('Exercises'));
+      const section = heading ? heading.closest('section') : null;
+      const box = section ? section.querySelector('.tag_hide-input details') : null;
+      const code = box ? box.querySelector('.cell_input pre') : null;
+      // a closed <details> keeps its content laid out but not rendered: ask the browser
+      const seen = e => !!e && e.checkVisibility({contentVisibilityAuto: true}) && shown(e);
+      const before = [box && box.open, seen(code)];
+      if (box) box.querySelector('summary').click();
+      setTimeout(() => document.body.setAttribute('data-toggle', JSON.stringify({
+        section: !!section, toggle: !!box, before: before.some(Boolean), after: box.open && seen(code)})), 500);
+    });"""
+    state = probe_page(HTML / "notebooks" / "03_reduction.html", script, "data-toggle", tmp_path)
+    assert state["section"] and state["toggle"], f"no exercise with a toggled solution: {state}"
+    assert not state["before"] and state["after"], f"the solution did not open on a click: {state}"
 
 
 @pytest.mark.skipif(find_chromium() is None, reason="no Chromium installed (.ci/run installs Debian's chromium)")

@@ -5,12 +5,14 @@ share of that device's own limit from chapter 0, and the vendor library's figure
 for the same job where results/<device>/vendor.json holds one. Nothing here
 opens an OpenCL device. CHAPTERS says, per record file, which fields are the
 steps, in what unit, and which limit they are compared with; a chapter whose
-record a device lacks is simply absent for that device.
+record a device lacks is simply absent for that device. The roofline of every
+step is in gpubook.chapters.roofline.
 """
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 from .lsq import qr_flops
+from .machine import CHAPTER as MACHINE, edge, human_bytes
 from ..peaks import published_peaks
 from ..records import load_results
 
@@ -32,13 +34,22 @@ class Vendor:
 
 @dataclass(frozen=True)
 class Chapter:
-    """How to read one record file: its steps in order (the last is the headline)."""
+    """How to read one record file: its steps in order (the last is the headline).
+
+    vendors: the vendor figures for the chapter's job, the one that does the
+    same job first (cuBLAS SSYRK, CUB called directly: every ratio is to it),
+    then the older PyTorch calls as second lines."""
     file: str        # results/<device>/<file>.json
     title: str
     unit: str
     steps: Callable  # record data -> [(step, figure in `unit`)]
     limit: Optional[Limit] = None
-    vendor: Optional[Vendor] = None
+    vendors: tuple = ()
+
+    @property
+    def vendor(self):
+        """The vendor figure that does the chapter's own job (the first), or None."""
+        return self.vendors[0] if self.vendors else None
 
 
 COPY = Limit("copy bandwidth", lambda lim, d: lim["copy_gbs"])
@@ -86,7 +97,8 @@ CHAPTERS = [
                        ("tree", _best(d["sweep"], "tree reduction (step 3)"))], LAUNCH),
     Chapter("03_device_reduction", "3. Device-wide sum", "GB/s read",
             lambda d: _numbered(d["sweep"], "floats", d["n"]), COPY,
-            Vendor("sum", lambda d: [d["n"]], lambda d: 4 * d["n"] / 1e9)),
+            (Vendor("cub_sum", lambda d: [d["n"]], lambda d: 4 * d["n"] / 1e9),
+             Vendor("sum", lambda d: [d["n"]], lambda d: 4 * d["n"] / 1e9))),
     Chapter("04_vector_types", "4. Vector types and beyond", "iterations/s",
             lambda d: [("tree", _best(d["sweep"], "tree reduction (step 3)")), ("float4", d["float4_best"]),
                        ("fastest found", d["fast_rate"])], LAUNCH),
@@ -94,12 +106,14 @@ CHAPTERS = [
             lambda d: [(f"{part}: {v}", _at_largest(d[part], v, "J")) for part, v in TRANSPOSE_STEPS], COPY),
     Chapter("06_covariance", "6. Covariance", "useful GFLOP/s",
             lambda d: [(s.replace("_", " "), d["useful_gflops"][s]) for s in d["steps"]], FP32,
-            Vendor("xtx", lambda d: [d["m"], d["n"]], lambda d: d["m"] * d["n"] * (d["n"] + 1) / 1e9)),
+            (Vendor("syrk", lambda d: [d["m"], d["n"]], lambda d: d["m"] * d["n"] * (d["n"] + 1) / 1e9),
+             Vendor("xtx", lambda d: [d["m"], d["n"]], lambda d: d["m"] * d["n"] * (d["n"] + 1) / 1e9))),
     Chapter("07_scan", "7. Device-wide scan", "GB/s read + written",
             lambda d: _numbered(d["scan_sweep"], "floats", d["n_scan"]), COPY,
-            Vendor("cumsum", lambda d: [d["n_scan"]], lambda d: 8 * d["n_scan"] / 1e9)),
+            (Vendor("cub_scan", lambda d: [d["n_scan"]], lambda d: 8 * d["n_scan"] / 1e9),
+             Vendor("cumsum", lambda d: [d["n_scan"]], lambda d: 8 * d["n_scan"] / 1e9))),
     Chapter("08_lsq", "8. Least squares by QR updates", "GFLOP/s, float64", _lsq_steps, FP64,
-            Vendor("qr", lambda d: [d["m"], d["n"]], lambda d: qr_flops(d["m"], d["n"]) / 1e9)),
+            (Vendor("qr", lambda d: [d["m"], d["n"]], lambda d: qr_flops(d["m"], d["n"]) / 1e9),)),
 ]
 
 
@@ -107,7 +121,7 @@ def load(root=None):
     """{device slug: {file: entry}} for chapter 0, vendor.json and every file of
     CHAPTERS; devices with the most copy bandwidth first, those without chapter 0 last."""
     found = {}
-    for file in ["00_device", "vendor"] + [c.file for c in CHAPTERS]:
+    for file in ["00_device", MACHINE, "vendor"] + [c.file for c in CHAPTERS]:
         for slug, entry in load_results(file, root).items():
             found.setdefault(slug, {})[file] = entry
     return dict(sorted(found.items(), key=lambda kv: -(limits(kv[1]) or {"copy_gbs": -1})["copy_gbs"]))
@@ -121,6 +135,11 @@ def limits(records):
 
 def name(records):
     return next(iter(records.values()))["device"]
+
+
+def chapter_files(records):
+    """The record files of CHAPTERS that a device has (not chapter 0, the machine or vendor.json)."""
+    return [c.file for c in CHAPTERS if c.file in records]
 
 
 def kind(records):
@@ -160,19 +179,32 @@ def headline(chapter, records):
     return found[-1] if found else None
 
 
-def vendor_entry(chapter, records):
-    """The vendor.json entry for the chapter's job at the chapter's shape, or None."""
-    if chapter.vendor is None or chapter.file not in records or "vendor" not in records:
+def _vendor(chapter, figure):
+    if figure is None:
+        return chapter.vendor
+    found = [v for v in chapter.vendors if v.figure == figure]
+    if not found:
+        raise ValueError(f"{chapter.title} has no vendor figure {figure!r}; it has "
+                         f"{', '.join(v.figure for v in chapter.vendors) or 'none'}")
+    return found[0]
+
+
+def vendor_entry(chapter, records, figure=None):
+    """The vendor.json entry of one of the chapter's vendor figures (by default the
+    one doing the same job) at the chapter's shape, or None."""
+    vendor = _vendor(chapter, figure)
+    if vendor is None or chapter.file not in records or "vendor" not in records:
         return None
-    entry = records["vendor"]["data"].get(chapter.vendor.figure)
-    shape = chapter.vendor.shape(records[chapter.file]["data"])
+    entry = records["vendor"]["data"].get(vendor.figure)
+    shape = vendor.shape(records[chapter.file]["data"])
     return entry if entry is not None and list(entry["shape"]) == list(shape) else None
 
 
-def vendor_figure(chapter, records):
-    """The vendor library's figure in the chapter's unit, or None where none was recorded."""
-    entry = vendor_entry(chapter, records)
-    return None if entry is None else chapter.vendor.work(records[chapter.file]["data"]) / entry["median_s"]
+def vendor_figure(chapter, records, figure=None):
+    """A vendor figure (by default the one doing the chapter's own job) in the
+    chapter's unit, or None where none was recorded at the chapter's shape."""
+    entry = vendor_entry(chapter, records, figure)
+    return None if entry is None else _vendor(chapter, figure).work(records[chapter.file]["data"]) / entry["median_s"]
 
 
 def ratios(results, a, b):
@@ -217,20 +249,54 @@ def headline_rows(results):
 
 
 def vendor_rows(results):
-    """Per chapter with a vendor figure: the vendor's figure on each device that recorded one,
-    and the chapter's last step as a multiple of it."""
+    """Per chapter with a vendor figure recorded on some device: one line per
+    vendor figure, the one doing the chapter's own job first (named even where no
+    device recorded it yet), the PyTorch calls after it; each cell the vendor's
+    figure in the chapter's unit and the chapter's last step as a multiple of it."""
     devices = [r for r in results.values() if "vendor" in r]
     rows = [["chapter", "vendor library", "unit"] + [name(r) for r in devices]]
     for c in present(results):
-        entries = [vendor_entry(c, r) for r in devices]
-        if not any(entries):
+        if not any(vendor_entry(c, r, v.figure) for r in devices for v in c.vendors):
             continue
-        cells = []
-        for r in devices:
-            v, h = vendor_figure(c, r), headline(c, r)
-            cells.append("—" if v is None else f"{fmt(v)} (last step {h[1] / v:.2f}×)")
-        rows.append([c.title, next(e["label"] for e in entries if e), c.unit] + cells)
+        for k, v in enumerate(c.vendors):
+            entries = [vendor_entry(c, r, v.figure) for r in devices]
+            if k and not any(entries):
+                continue
+            label = next((e["label"] for e in entries if e), None) or vendor_label(v.figure)
+            cells = []
+            for r in devices:
+                figure, h = vendor_figure(c, r, v.figure), headline(c, r)
+                cells.append("not recorded" if figure is None else f"{fmt(figure)} (last step {h[1] / figure:.2f}×)")
+            rows.append([c.title if k == 0 else "", label if k == 0 else f"second line: {label}", c.unit] + cells)
     return rows
+
+
+_VENDOR_LABELS = {  # what each figure calls, for the lines no device has recorded yet
+    "syrk": "cuBLAS SSYRK (cupy.cublas.syrk), lower, float32",
+    "cub_sum": "CUB DeviceReduce::Sum, called directly, float32",
+    "cub_scan": "CUB DeviceScan::InclusiveSum, called directly, float32",
+}
+
+
+def vendor_label(figure):
+    """The vendor module's label of a figure, else what it calls."""
+    try:  # chapter 9 reads records only: it must run where the vendor module cannot load
+        from ..vendor import FIGURES
+    except ImportError:
+        FIGURES = {}
+    known = FIGURES.get(figure)
+    return known.label if known is not None else _VENDOR_LABELS.get(figure, figure)
+
+
+def vendor_ratio(chapter, records):
+    """(the chapter's last step over the vendor figure doing its job, that figure's
+    label); where that figure is not recorded, the first second line's, labelled so."""
+    for k, v in enumerate(chapter.vendors):
+        figure = vendor_figure(chapter, records, v.figure)
+        if figure is not None:
+            label = vendor_entry(chapter, records, v.figure)["label"]
+            return headline(chapter, records)[1] / figure, label if k == 0 else f"{label}, a second line"
+    return None, None
 
 
 def ratio_rows(results, a, b):
@@ -277,6 +343,30 @@ def limit_rows(results):
     return rows
 
 
+MACHINE_ROWS = [  # (quantity, how to read it from the machine chapter's record)
+    ("latency of one load, smallest working set (ns)", lambda m: fmt(m["latency_curve"][0]["ns"])),
+    ("latency of one load, device memory (ns)", lambda m: fmt(m["latency_ns"])),
+    ("latency's half-way edge (working set)", lambda m: human_bytes(edge(m["latency_curve"], "ns"))),
+    ("best read bandwidth, in a cache (GB/s)", lambda m: fmt(max(r["rate"] for r in m["bandwidth_curve"]))),
+    ("read bandwidth, device memory (GB/s)", lambda m: fmt(m["read_gbs"])),
+    ("bandwidth's half-way edge (working set)", lambda m: human_bytes(edge(m["bandwidth_curve"], "rate"))),
+    ("local memory, stride 1 (GB/s)", lambda m: fmt(m["local_gbs"])),
+    ("bytes in flight, whole device (Little's law)", lambda m: human_bytes(m["little"]["device_bytes"])),
+    ("bytes in flight per compute unit", lambda m: human_bytes(m["little"]["per_cu_bytes"])),
+]
+
+
+def machine_rows(results):
+    """The machine chapter's measurements on every device that recorded it: the
+    latency and bandwidth curves read at their ends and edges, and Little's law.
+    The header alone where no device recorded that chapter."""
+    devices = [r for r in results.values() if MACHINE in r]
+    rows = [["quantity"] + [name(r) for r in devices]]
+    for label, read in MACHINE_ROWS:
+        rows.append([label] + [read(r[MACHINE]["data"]) for r in devices])
+    return rows if devices else rows[:1]
+
+
 def with_shares(results):
     """The chapters that some device has a share of its limit for (the figure's panels)."""
     return [c for c in present(results)
@@ -300,73 +390,4 @@ def multi_rows(root=None):
                      f"{sub['1'] / sub[g]:.2f}×",
                      f"{cov[g]['seconds'] / d['dask']['held_s']:.2f}×" if "held_s" in d["dask"] else "—",
                      f"{d['dask']['store_threads_s'] / d['dask']['seconds']:.2f}×"])
-    return rows
-
-
-# ---- the roofline: every step at its arithmetic intensity ----
-
-def _per_iteration(d, step, figure):
-    return figure * 4 * d["J"] * d["K"] / 1e9  # 2 flops for the score, 2 for the gradient, per element of X
-
-
-_TRANSPOSE_AI = {"scores": 0.5, "gradient": 0.5, "iteration": 1.0, "transpose": None}
-
-# file: (flop per byte of the step's compulsory traffic, or None for no arithmetic;
-#        its GFLOP/s from its figure; what is counted)
-INTENSITY = {
-    **{f: (lambda d, s: 1.0, _per_iteration,
-           "an iteration: 4 flops per element of X (score and gradient), X read once (4 bytes)")
-       for f in ("01_loop_order", "02_work_items", "03_reduction", "04_vector_types")},
-    "03_device_reduction": (lambda d, s: 0.25, lambda d, s, f: 0.25 * f, "1 add per float read (4 bytes)"),
-    "05_transpose": (lambda d, s: _TRANSPOSE_AI[s.split(":")[0]],
-                     lambda d, s, f: f * (_TRANSPOSE_AI[s.split(":")[0]] or 0),
-                     "2 flops per element of X for scores or gradient, 4 for an iteration, per 4 bytes of X; "
-                     "a transpose does no arithmetic (off the plot)"),
-    "06_covariance": (lambda d, s: d["m"] * d["n"] * (d["n"] + 1) / (4 * d["m"] * d["n"] + 4 * d["n"] ** 2),
-                      lambda d, s, f: f, "the useful flops m·n·(n+1) per byte of X read and C written once"),
-    "07_scan": (lambda d, s: 0.125, lambda d, s, f: 0.125 * f, "1 add per float read and written (8 bytes)"),
-    "08_lsq": (lambda d, s: qr_flops(d["m"], d["n"]) / (16 * d["m"] * d["n"]), lambda d, s, f: f,
-               "the QR's flops per byte of the m x n float64 matrix read and written once"),
-}
-
-
-def roofline(records):
-    """One device's roofline: ({roof: GFLOP/s or GB/s}, [points]); each point is
-    a dict of chapter, step, ai (flop/byte), gflops, roof (the lower of the
-    bandwidth roof at that intensity and the arithmetic peak) and vendor."""
-    lim = limits(records)
-    if lim is None:
-        return None, []
-    fp64 = records.get("08_lsq", {}).get("data", {}).get("fp64_gflops")
-    roofs = {"copy GB/s": lim["copy_gbs"], "FP32 GFLOP/s": lim["fp32_gflops"], "FP64 GFLOP/s": fp64}
-    points = []
-    for c in CHAPTERS:
-        if c.file not in records or c.file not in INTENSITY:
-            continue
-        ai_of, gflops_of, _ = INTENSITY[c.file]
-        d = records[c.file]["data"]
-        peak = fp64 if c.limit is FP64 else lim["fp32_gflops"]
-        found = [(s, s, f, False) for s, f in step_figures(c, records).items()]
-        v = vendor_figure(c, records)
-        if v is not None and found:  # the vendor's call does the last step's job
-            found.append((c.vendor.figure, found[-1][0], v, True))
-        for label, step, figure, vendor in found:
-            ai = ai_of(d, step)
-            if ai is None or peak is None:
-                continue
-            g = gflops_of(d, step, figure)
-            roof = min(lim["copy_gbs"] * ai, peak)
-            points.append({"chapter": c.title, "step": label, "ai": ai, "gflops": g, "roof": roof,
-                           "share": g / roof, "vendor": vendor})
-    return roofs, points
-
-
-def roofline_rows(results, at_least=0.9):
-    """The points at or above `at_least` of their roof, on every device."""
-    rows = [["device", "chapter", "step", "flop/byte", "GFLOP/s", "share of its roof"]]
-    for r in results.values():
-        for p in roofline(r)[1]:
-            if p["share"] >= at_least:
-                rows.append([name(r), p["chapter"], p["step"] + (" (vendor)" if p["vendor"] else ""),
-                             f"{p['ai']:.3g}", fmt(p["gflops"]), pct(p["share"])])
     return rows

@@ -43,19 +43,25 @@ def plot_progress(results, ncols=3):
 def plot_roofline(results):
     """One roofline per device with chapter 0's limits: the copy-bandwidth roof
     (a line of slope 1) under the FP32 and FP64 peaks, and every chapter's steps
-    at their arithmetic intensity; the vendor libraries' points as stars."""
+    at their arithmetic intensity; the vendor libraries' points as stars (doing the
+    same job) and crosses (PyTorch's calls, second lines). The points the text
+    discusses (`roofline.DISCUSSED`) carry a label; the legend holds only what is drawn."""
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from .across import roofline
+    from .roofline import discussed, roofline
 
-    devices = [(name(r), *roofline(r)) for r in results.values()]
-    devices = [d for d in devices if d[1]]
-    fig, axes = plt.subplots(1, len(devices), figsize=(5.2 * len(devices), 4.6), squeeze=False)
-    chapters = list(dict.fromkeys(p["chapter"] for _, _, pts in devices for p in pts))
+    devices = [(name(r), r, *roofline(r)) for r in results.values()]
+    devices = [d for d in devices if d[2]]
+    fig, axes = plt.subplots(1, len(devices), figsize=(5.6 * len(devices), 5.0), squeeze=False)
+    fig.patch.set_facecolor("white")
+    chapters = list(dict.fromkeys(p["chapter"] for *_, pts in devices for p in pts))
     colours = {c: f"C{i}" for i, c in enumerate(chapters)}
+    marker = {False: ("o", 22), "same job": ("*", 110), "second line": ("X", 50)}
+    kinds = {"same job": "vendor library, the same job (star)",
+             "second line": "vendor library through PyTorch, a second line (cross)"}
     handles = {}
-    for ax, (device, roofs, points) in zip(axes[0], devices):
+    for ax, (device, records, roofs, points) in zip(axes[0], devices):
         x = np.logspace(-1.5, 4, 200)
         bw = roofs["copy GB/s"]
         for label, peak, style in (("FP32", roofs["FP32 GFLOP/s"], "-"), ("FP64", roofs["FP64 GFLOP/s"], "--")):
@@ -63,20 +69,25 @@ def plot_roofline(results):
                 handles[f"roof: copy bandwidth, then {label}"], = ax.plot(
                     x, np.minimum(bw * x, peak), color="black", linestyle=style, linewidth=1)
         for p in points:
-            h = ax.scatter(p["ai"], p["gflops"], color=colours[p["chapter"]], marker="*" if p["vendor"] else "o",
-                           s=90 if p["vendor"] else 22, edgecolor="black" if p["vendor"] else "none", zorder=3)
-            if not p["vendor"]:
-                handles.setdefault(p["chapter"], h)
+            shape, size = marker[p["vendor"]]
+            h = ax.scatter(p["ai"], p["gflops"], color=colours[p["chapter"]], marker=shape, s=size,
+                           edgecolor="black" if p["vendor"] else "none", linewidth=0.6, zorder=3)
+            handles.setdefault(kinds[p["vendor"]] if p["vendor"] else p["chapter"], h)
+        for label, (dx, dy), p in discussed(records):
+            _ = ax.annotate(label, (p["ai"], p["gflops"]), xytext=(dx, dy), textcoords="offset points",
+                            fontsize=7, ha="right" if dx < 0 else "left", va="center", zorder=4,
+                            bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none",
+                                  "alpha": 0.8},
+                            arrowprops={"arrowstyle": "-", "color": "gray", "linewidth": 0.6})
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("arithmetic intensity (flop per byte of compulsory traffic)")
         ax.set_ylabel("GFLOP/s")
         ax.set_title(f"{device}\ncopy {bw:,.0f} GB/s, FP32 {roofs['FP32 GFLOP/s']:,.0f} GFLOP/s", fontsize=10)
         ax.grid(True, which="major", alpha=0.3)
-    from matplotlib.lines import Line2D
-    handles["the vendor's library for the chapter's last step"] = Line2D(
-        [], [], marker="*", linestyle="none", markersize=11, markerfacecolor="white", markeredgecolor="black")
-    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=3, fontsize=8, frameon=False,
+    order = [k for k in handles if k.startswith("roof")] + [c for c in chapters if c in handles] + \
+            [k for k in kinds.values() if k in handles]
+    fig.legend([handles[k] for k in order], order, loc="lower center", ncol=3, fontsize=8, frameon=False,
                bbox_to_anchor=(0.5, -0.02))
-    fig.tight_layout(rect=(0, 0.14, 1, 1))
+    fig.tight_layout(rect=(0, 0.16, 1, 1))
     return fig
