@@ -54,9 +54,32 @@ def local_memory(device):
 
 
 def kernel_max(kern, device):
-    """The most work-items one work-group of this built kernel may have here."""
+    """The most work-items one work-group of this built kernel may have here.
+
+    NVIDIA's driver under-reports it for a kernel compiled for a fixed work-group
+    (reqd_work_group_size): on an H100 (driver 580, 2026-11-25) a kernel compiled for
+    1,024 work-items with 56 registers reported 256, and a launch of 1,024 ran. Its
+    compiler fits the registers to the declared size, so there the declared size counts."""
     own = _reported(lambda: kern.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device))
+    if "NVIDIA" in _platform_name(device):
+        own = max(own or 0, _compiled_size(kern, device)) or None
     return min(own, device_max(device)) if own else device_max(device)
+
+
+def _platform_name(device):
+    try:
+        return str(device.platform.name)
+    except (cl.Error, AttributeError):
+        return ""
+
+
+def _compiled_size(kern, device):
+    """The work-items of the kernel's reqd_work_group_size (0 when it declares none)."""
+    try:
+        sizes = kern.get_work_group_info(cl.kernel_work_group_info.COMPILE_WORK_GROUP_SIZE, device)
+        return _product([int(s) for s in sizes])
+    except (cl.Error, AttributeError, TypeError, ValueError):
+        return 0
 
 
 def preferred_multiple(kern, device):

@@ -171,3 +171,27 @@ def test_no_literal_local_size(rel, text):
     found = _literal_locals(ast.parse(text))
     assert not found, f"{rel}: local sizes not from gpubook.launch: " + ", ".join(
         f"line {line}: {size}" for line, size in found)
+
+
+class CompiledKernel(CappedKernel):
+    """A kernel compiled for a fixed work-group whose driver reports a smaller maximum."""
+
+    def __init__(self, most, compiled):
+        super().__init__(most)
+        self.compiled = compiled
+
+    def get_work_group_info(self, what, device):
+        if what == cl.kernel_work_group_info.COMPILE_WORK_GROUP_SIZE:
+            return self.compiled
+        return super().get_work_group_info(what, device)
+
+
+def test_nvidia_declared_size_counts_over_its_report():
+    """NVIDIA reports 256 for a kernel compiled for 1,024 that runs at 1,024; elsewhere the report rules."""
+    nvidia = stub_device(platform=SimpleNamespace(name="NVIDIA CUDA"))
+    other = stub_device(platform=SimpleNamespace(name="rusticl"))
+    kern = CompiledKernel(256, [1024, 1, 1])
+    assert launch.kernel_max(kern, nvidia) == 1024
+    assert launch.kernel_max(kern, other) == 256
+    assert launch.kernel_max(CompiledKernel(256, [0, 0, 0]), nvidia) == 256
+    assert launch.kernel_max(CompiledKernel(256, [2048, 1, 1]), nvidia) == 1024  # never past the device

@@ -283,6 +283,20 @@ def qr_flops(m, n):
     return 2 * m * n * n - 2 * n**3 / 3
 
 
+def row_group_sizes(ctx, queue, ns, candidates=(32, 128, 256, 1024)):
+    """(step 2's work-group sizes that this device and the built kernel run for every n
+    of `ns`, [(size, reason)] for the others): the sweep skips those with the reason."""
+    ok, skipped = [], []
+    for wg in candidates:
+        try:
+            for n in ns:
+                Includ(ctx, queue, n, "2_row_group", wg=wg)
+            ok.append(wg)
+        except ValueError as err:  # launch.LaunchError included
+            skipped.append((wg, str(err)))
+    return ok, skipped
+
+
 def time_includ(ctx, queue, step, f, x, y, wg=None, repeats=3):
     """Timing of one launch that adds the rows x, y to the factorisation f
     (reloaded before every launch, so every launch does the same work)."""
