@@ -124,19 +124,26 @@ def chase_ns(ctx, queue, nbytes, target_s, warm_steps, repeats=5, seed=0, probe=
     walker.launch(min(warm_steps, len(walker.chain.order))).wait()
     per_step = time_events(lambda: walker.launch(probe), repeats=1, warmup=0).median / probe
     steps = min(2**22, max(probe, _pow2_floor(target_s / max(per_step, 1e-12))))
-    extra = []
-    for _ in range(repeats):  # s and 2s steps in turn, so that drift hits both alike
-        one = walker.launch(steps)
-        one.wait()
-        two = walker.launch(2 * steps)
-        two.wait()
-        extra.append(event_seconds(two) - event_seconds(one))
+    for _ in range(3):  # where the difference drowns in noise (a busy CPU), walk longer
+        extra, whole = [], []
+        for _ in range(repeats):  # s and 2s steps in turn, so that drift hits both alike
+            one = walker.launch(steps)
+            one.wait()
+            two = walker.launch(2 * steps)
+            two.wait()
+            extra.append(event_seconds(two) - event_seconds(one))
+            whole.append(event_seconds(two) / 2)
+        if stats(extra).median > 0 or steps >= 2**22:
+            break
+        steps = min(2**22, 4 * steps)
     walker.check()
     t = stats(extra)
     per = 1e9 / steps
     if t.median <= 0:
-        raise RuntimeError(f"the pointer chase over {nbytes} bytes timed {steps} steps no faster than "
-                           f"{2 * steps}: the timing is noise; run it again on a quieter device")
+        # still noise: the time of 2s steps per step, an upper bound that keeps the launch's cost
+        t = stats(whole)
+        return {"bytes": nbytes, "steps": steps, "ns": t.median * per, "ns_lo": t.q20 * per,
+                "ns_hi": t.q80 * per, "upper_bound": True}
     return {"bytes": nbytes, "steps": steps, "ns": t.median * per,
             "ns_lo": max(0.0, t.q20 * per), "ns_hi": t.q80 * per}
 
