@@ -27,8 +27,14 @@ book: venv
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 
 ## test: unit tests, nbval over every notebook on your device (small scale), site checks
+# The chapters with shaped launches (3, 6, 7, 8, 10) run as on a small GPU: PoCL limited to
+# 64 work-items per work-group (POCL_MAX_WORK_GROUP_SIZE; other drivers ignore it), where
+# every launch shape must come from the device and the checked outputs must still equal
+# the stored ones. The other notebooks run with the device's own limits.
+SMALL_DEVICE_NOTEBOOKS := $(addprefix notebooks/,03_reduction.ipynb 06_covariance.ipynb 07_scan.ipynb 08_lsq.ipynb 10_multi_gpu.ipynb)
 test: venv
-	GPUBOOK_SCALE=small $(VPY) -m pytest -p no:cacheprovider tests $(NOTEBOOKS) --nbval-lax --nbval-current-env
+	GPUBOOK_SCALE=small $(VPY) -m pytest -p no:cacheprovider tests $(filter-out $(SMALL_DEVICE_NOTEBOOKS),$(NOTEBOOKS)) --nbval-lax --nbval-current-env
+	POCL_MAX_WORK_GROUP_SIZE=64 GPUBOOK_SCALE=small $(VPY) -m pytest -p no:cacheprovider $(SMALL_DEVICE_NOTEBOOKS) --nbval-lax --nbval-current-env
 
 ## run: execute every notebook on your device and build a site of your own outputs
 run: venv

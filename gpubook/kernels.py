@@ -40,9 +40,10 @@ def _log_use(path):
                 f.write(f"{p}\n")
 
 
-def build(ctx, path, defines=None, extra=()):
-    """The built program for kernels/<path> with these defines (built once per context)."""
-    text = source(path)
+def build(ctx, path, defines=None, extra=(), preamble=""):
+    """The built program for kernels/<path> with these defines (built once per context);
+    `preamble`: source put before the file's (gpubook.trace's macros)."""
+    text = preamble + source(path)
     opts = options(defines, extra)
     path = tuple(path) if isinstance(path, list) else path
     name = " + kernels/".join(path) if isinstance(path, tuple) else path

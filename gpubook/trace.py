@@ -33,14 +33,13 @@ Tracing is for pictures of small launches only: `run` refuses more than
 MAX_ITEMS work-items or MAX_EVENTS rows per work-item, and it returns no events
 to time (it is never on a timed path).
 """
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pyopencl as cl
 
 from . import launch
-from .kernels import KernelBuildError, _log_use, options, source
+from .kernels import build
 
 MAX_ITEMS = 4096          # work-items per traced launch
 MAX_EVENTS = 1024         # rows kept per work-item
@@ -149,24 +148,6 @@ def check_size(global_size, local_size, events):
     return items
 
 
-_programs = {}
-
-
-def _program(ctx, path, opts):
-    text = PREAMBLE + source(path)
-    key = (ctx.int_ptr, path, tuple(opts), hash(text))
-    if key not in _programs:
-        _log_use(path)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", cl.CompilerWarning)
-                _programs[key] = cl.Program(ctx, text).build(options=opts)
-        except cl.RuntimeError as err:
-            raise KernelBuildError(f"kernels/{path} failed to build for tracing with options "
-                                   f"{' '.join(opts)}:\n{err}") from None
-    return _programs[key]
-
-
 def run(ctx, queue, path, name, global_size, local_size, args, defines=None, events=16):
     """Run kernel `name` of kernels/<path>, built with -DTRACE=1 and `defines`,
     once over (global_size, local_size), and return its Trace.
@@ -178,8 +159,8 @@ def run(ctx, queue, path, name, global_size, local_size, args, defines=None, eve
     """
     items = check_size(global_size, local_size, events)
     gsize, lsize = _shape(global_size, "global size"), _shape(local_size, "local size")
-    opts = options({**(defines or {}), "TRACE": 1, "TRACE_ITEMS": items, "TRACE_EVENTS": events})
-    knl = cl.Kernel(_program(ctx, path, opts), name)
+    defines = {**(defines or {}), "TRACE": 1, "TRACE_ITEMS": items, "TRACE_EVENTS": events}
+    knl = cl.Kernel(build(ctx, path, defines, preamble=PREAMBLE), name)
     # a trace shows one work-group shape: a device that cannot run it says so clearly
     launch.check(queue.device, int(np.prod(lsize)), kern=knl)
     mf = cl.mem_flags
