@@ -8,9 +8,8 @@ or 2 local buffers; PREFETCH, 1 to issue a chunk's loads one chunk ahead. What a
 that a sweep can skip it and say why.
 """
 import numpy as np
-import pyopencl as cl
 
-from .launch import device_max, local_memory
+from .launch import device_max, kernel_max, local_memory
 from .device import require_fp64
 from .kernels import KernelBuildError, kernel
 
@@ -87,7 +86,7 @@ def get_kernel(ctx, device, shape, dtype, triangle=False, check=True, gv=1, extr
         k = kernel(ctx, PATH, "register_tiles", defines)
     except KernelBuildError as err:
         raise TileError(f"{label(shape)}: the kernel does not build here:\n{err}") from None
-    allowed = k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
+    allowed = kernel_max(k, device)
     if allowed < work_items(shape):
         raise TileError(f"{label(shape)}: the built kernel allows {allowed} work-items per "
                         f"work-group (registers), the shape needs {work_items(shape)}")

@@ -43,7 +43,7 @@ class BlockedQR:
         if n < 1 or nb < 1 or block_rows < 1:
             raise ValueError("n, nb and block_rows must be positive")
         self.ctx, self.queue, self.n, self.nb, self.ld = ctx, queue, n, int(nb), n + 1
-        self.block_rows = int(block_rows)
+        self.block_rows = int(min(block_rows, max(1, device.max_mem_alloc_size // (8 * self.ld))))
         prg = self._build(ctx, device, launch.device_max(device))
         self.k = {name: cl.Kernel(prg, name) for name in
                   ("house_dots", "trail_w", "trail_finish", "trail_update", "column_ss")}
@@ -77,7 +77,6 @@ class BlockedQR:
         sizes = {"house_dots": self.WGS, "house_step": self.WGS, "column_ss": self.WGS,
                  "trail_w": self.TN * self.QL, "trail_finish": self.FC * self.nb, "trail_update": self.TN * self.RL}
         launch.check(device, max(sizes.values()), max(8 * self.WGS * self.nb, 8 * self.QL * self.nb * self.TN))
-        self.block_rows = int(min(self.block_rows, max(1, device.max_mem_alloc_size // (8 * self.ld))))
         defines = {"NB": self.nb, "WGS": self.WGS, "RPI": self.RPI, "TN": self.TN, "QL": self.QL,
                    "RL": self.RL, "RT": self.RT, "KC": self.KC, "FC": self.FC}
         prg = build(ctx, "lsq/3_blocked.cl", defines)

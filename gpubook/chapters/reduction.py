@@ -10,6 +10,7 @@ array, so they need only two passes.
 import numpy as np
 import pyopencl as cl
 
+from .. import launch
 from ..device import check_work_group, compute_units, default_work_group
 from ..kernels import kernel
 
@@ -54,7 +55,7 @@ class DeviceSum:
             if step == "5_unrolled":
                 defines["UNROLL"] = int(unroll)
             self.kernel = kernel(ctx, f"reduction/{step}.cl", "reduce", defines)
-            kernel_max = self.kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
+            kernel_max = launch.kernel_max(self.kernel, device)
             if wg <= kernel_max:
                 break
         else:
