@@ -132,3 +132,13 @@ def test_recorded_reads_this_chapters_record(dev, tmp_path):
     assert machine.recorded(device, root=tmp_path) is None
     gb.record("00_machine", device, "small", {"latency_ns": 123.0}, root=tmp_path, force=True)
     assert math.isclose(machine.recorded(device, root=tmp_path)["latency_ns"], 123.0)
+
+
+def test_a_device_without_local_memory_is_refused_clearly():
+    """A device that reports 0 bytes of local memory gets the sweep's reason, not a shift error."""
+    from types import SimpleNamespace
+    from gpubook.chapters import machine
+    ctx, queue = gb.make_queue()
+    stub = SimpleNamespace(name="stub", local_mem_size=0, max_compute_units=0)
+    with pytest.raises(ValueError, match="stub reports 0 bytes of local memory; the stride sweep needs 4 KiB"):
+        machine.LocalStride(ctx, queue, stub, "small")

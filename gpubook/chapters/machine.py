@@ -17,8 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 import pyopencl as cl
 
+from ..device import compute_units
 from ..kernels import kernel
-from ..launch import largest
+from ..launch import largest, local_memory, reported
 from ..records import load_results, device_slug
 from ..scale import scale as device_scale
 from ..timing import event_seconds, stats, time_events
@@ -161,7 +162,7 @@ def read_shape(device, scale):
     work-items per compute unit on a GPU, 256 on a CPU."""
     per_cu = 1024 if scale == "full" else 256
     local = largest(device, 256)
-    total = max(local, 1 << (device.max_compute_units * per_cu - 1).bit_length())
+    total = max(local, 1 << (compute_units(device) * per_cu - 1).bit_length())
     return total, local
 
 
@@ -227,14 +228,15 @@ class LocalStride:
 
     def __init__(self, ctx, queue, device, scale):
         mf = cl.mem_flags
-        self.n = min(2048, _pow2_floor(device.local_mem_size // 4))
+        have = local_memory(device)  # 0 where the device reports none
+        self.n = min(2048, _pow2_floor(max(1, have // 4)))
         if self.n < 1024:
-            raise ValueError(f"{device.name.strip()} has {device.local_mem_size} bytes of local memory; "
+            raise ValueError(f"{device.name.strip()} reports {have:,} bytes of local memory; "
                              "the stride sweep needs 4 KiB")
         self.kern = kernel(ctx, "machine/local_stride.cl", "local_stride", {"N": self.n})
         self.local = largest(device, 256, local_bytes=lambda size: 4 * self.n, kern=self.kern)
         per_cu = 2048 if scale == "full" else 256
-        self.total = max(1, device.max_compute_units * per_cu // self.local) * self.local
+        self.total = max(1, compute_units(device) * per_cu // self.local) * self.local
         self.reads = 2048 if scale == "full" else 512
         self.queue = queue
         self.host = (np.arange(self.n, dtype=np.uint32) % 5).astype(np.float32)
@@ -339,24 +341,16 @@ def hierarchy_levels(f, latency, bandwidth, local_gbs, h2d_gbs, arch=None):
 
 
 # ---------------------------------------------------------------- what the device says
-def _query(read):
-    try:
-        value = int(read())
-    except (cl.Error, AttributeError, TypeError, ValueError):
-        return None
-    return value if value > 0 else None
-
-
 def warp(device):
     """(width, the vendor's word for it) as the device reports it: NVIDIA's warp,
     AMD's wavefront, else a CPU's SIMD vector (its native float vector width)."""
-    width = _query(lambda: device.warp_size_nv)
+    width = reported(device, "warp_size_nv")
     if width:
         return width, "warp"
-    width = _query(lambda: device.wavefront_width_amd)
+    width = reported(device, "wavefront_width_amd")
     if width:
         return width, "wavefront"
-    return _query(lambda: device.native_vector_width_float) or 1, "SIMD vector"
+    return reported(device, "native_vector_width_float") or 1, "SIMD vector"
 
 
 def facts(device):
