@@ -1,16 +1,12 @@
 """Chapter 8's communication-avoiding panel (gpubook.chapters.tsqr) in float64
 against NumPy: odd sizes, blocks in local and in global memory, repeated
-columns, least squares with the response carried along, and CholeskyQR2's
-fall-back to TSQR on an ill-conditioned matrix."""
+columns, and least squares with the response carried along."""
 import numpy as np
 import pyopencl as cl
 import pytest
 
 import gpubook as gb
 from gpubook.chapters import lsq, tsqr
-
-SMALL = {"TM": 16, "TN": 16, "WM": 2, "WN": 2, "K": 4, "STAGES": 2}
-
 
 @pytest.fixture(scope="module")
 def cl_env():
@@ -75,48 +71,6 @@ def test_least_squares_with_the_response_as_a_column(cl_env):
     f = qr.factor(x, y)                  # Miller's form, as chapter 8's other steps hold it
     assert lsq.factor_error(f, x) < 1e-12
     assert f.rss_nested()[-1] == pytest.approx(rss, rel=1e-12)
-
-
-def conditioned(m, n, cond, seed):
-    rng = np.random.default_rng(seed)
-    u, _ = np.linalg.qr(rng.standard_normal((m, n)))
-    v, _ = np.linalg.qr(rng.standard_normal((n, n)))
-    return (u * np.logspace(0, np.log10(cond), n)) @ v.T
-
-
-@pytest.fixture(scope="module")
-def cholqr(cl_env):
-    _, ctx, queue = cl_env
-    return tsqr.CholeskyQR2(ctx, queue, 13, gram_shape=SMALL, product_shape=SMALL,
-                            tsqr_options={"block_rows": 64})
-
-
-def test_cholesky_qr2_on_a_well_conditioned_matrix(cholqr):
-    a = conditioned(1003, 13, 1e5, seed=4)
-    r = cholqr.r_factor(a)
-    assert cholqr.method == "CholeskyQR2" and cholqr.reason == ""
-    assert 1e3 < cholqr.cond_estimate < 1e7
-    assert_r_matches(r, a)
-
-
-def test_cholesky_qr2_falls_back_when_cholesky_fails(cholqr):
-    a = conditioned(1003, 13, 1e12, seed=5)
-    r = cholqr.r_factor(a)
-    assert cholqr.method == "TSQR"
-    assert "not numerically positive definite" in cholqr.reason
-    assert tsqr.gram_error(r, a) < 1e-12
-
-
-def test_cholesky_qr2_falls_back_above_its_limit(cl_env, cholqr):
-    """A matrix whose Cholesky factor exists but whose diagonal ratio passes the limit."""
-    _, ctx, queue = cl_env
-    strict = tsqr.CholeskyQR2(ctx, queue, 13, limit=1e3, gram_shape=SMALL, product_shape=SMALL,
-                              tsqr_options={"block_rows": 64})
-    a = conditioned(1003, 13, 1e6, seed=6)
-    r = strict.r_factor(a)
-    assert strict.method == "TSQR" and "above the limit 1e+03" in strict.reason
-    assert strict.cond_estimate > 1e3
-    assert_r_matches(r, a)
 
 
 def test_bad_input_is_refused_clearly(cl_env):

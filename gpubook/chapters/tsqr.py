@@ -1,5 +1,5 @@
-"""Chapter 8's communication-avoiding panel: TSQR and CholeskyQR2 in float64
-(kernels/lsq/6_tsqr.cl).
+"""Chapter 8's communication-avoiding QR of a tall-skinny matrix: TSQR in
+float64 (kernels/lsq/6_tsqr.cl).
 
 TSQR factors a tall-skinny matrix A (m x C, C small) without a launch per
 column: every work-group reduces its block of rows to a C x C triangle, then
@@ -8,25 +8,17 @@ until one R is left (Demmel, Grigori, Hoemmen and Langou, 2012). Carry the
 response as the last column and R holds the least-squares fit: R[:w, :w] is
 X's triangle, R[:w, w] = Q'y and R[w, w]^2 the residual sum of squares.
 
-CholeskyQR2 gets R from the Gram matrix A'A (a register-tiled product,
-gpubook.tiles), its Cholesky factor on the host, and a second pass over
-Q1 = A R1^-1 that repairs what the first lost to rounding. It is exact enough
-only while A is well conditioned: the first factor's diagonal ratio estimates
-cond(A), and above `limit` (1e7 by default: squared, the Gram matrix would
-lose more than half of float64's digits) it falls back to TSQR, as it does
-when the Cholesky factorisation fails.
+CholeskyQR2 (gpubook.chapters.cholqr) uses this file's two small helpers
+and falls back to TSQR where the matrix is too ill-conditioned for it.
 """
 import numpy as np
 import pyopencl as cl
 
-from .. import launch, tiles
+from .. import launch
 from ..device import require_fp64
 from ..kernels import kernel
 
 PATH = "lsq/6_tsqr.cl"
-COND_LIMIT = 1e7
-GRAM_SHAPE = {"TM": 64, "TN": 64, "WM": 4, "WN": 4, "K": 8, "STAGES": 2}
-PRODUCT_SHAPE = {"TM": 128, "TN": 64, "WM": 8, "WN": 4, "K": 8, "STAGES": 2}
 
 
 def _round_up(n, step):
@@ -164,133 +156,3 @@ class TSQR:
         from .lsq import Factor
 
         return Factor.from_triangular(*self.least_squares(x, y))
-
-
-class CholeskyQR2:
-    """R by CholeskyQR2 on the device (Gram products there, Cholesky on the
-    host), with TSQR where A is too ill-conditioned. After each
-    factorisation: `method` ("CholeskyQR2" or "TSQR"), `cond_estimate` (the
-    first factor's diagonal ratio, inf when its Cholesky failed) and `reason`
-    (why it fell back, '' when it did not)."""
-
-    def __init__(self, ctx, queue, cols, limit=COND_LIMIT, gram_shape=None, product_shape=None,
-                 tsqr_options=None):
-        device = queue.device
-        require_fp64(device)
-        if cols < 1:
-            raise ValueError("the matrix needs at least one column")
-        self.ctx, self.queue, self.C, self.limit = ctx, queue, int(cols), float(limit)
-        self.gram_shape = dict(gram_shape or GRAM_SHAPE)
-        self.product_shape = dict(product_shape or PRODUCT_SHAPE)
-        if self.gram_shape["TM"] != self.gram_shape["TN"]:
-            raise ValueError("the Gram product needs square tiles (TM = TN)")
-        # both shapes must run here: a clear error now, not at the first launch
-        tiles.launch_kernel(ctx, device, self.gram_shape, np.float64, triangle=True)
-        tiles.launch_kernel(ctx, device, self.product_shape, np.float64)
-        self.TT = launch.square_side(device, (16, 8, 4, 2, 1), lambda t: 8 * t * (t + 1))
-        defines = {"PART": 3, "C": self.C, "TT": self.TT}
-        self.k = {name: kernel(ctx, PATH, name, defines) for name in ("sum_chunks", "transpose_rows")}
-        launch.check(device, self.TT ** 2, kern=self.k["transpose_rows"])
-        self._tsqr_options = dict(tsqr_options or {})
-        self._tsqr = None
-        self.method, self.cond_estimate, self.reason = None, None, ""
-
-    @property
-    def tsqr(self):
-        if self._tsqr is None:
-            self._tsqr = TSQR(self.ctx, self.queue, self.C, **self._tsqr_options)
-        return self._tsqr
-
-    def upload(self, a):
-        a = checked(a, self.C)
-        return cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=a)
-
-    def _buffers(self, m):
-        if getattr(self, "_m", None) != m:
-            mf, c = cl.mem_flags, self.C
-            self.chunk, chunks = self._chunking(m)
-            self.At, self.Q = (cl.Buffer(self.ctx, mf.READ_WRITE, 8 * m * c) for _ in range(2))
-            self.part = cl.Buffer(self.ctx, mf.READ_WRITE, 8 * chunks * c * c)
-            self.G, self.Rinv = (cl.Buffer(self.ctx, mf.READ_WRITE, 8 * c * c) for _ in range(2))
-            self._m = m
-
-    def _chunking(self, m):
-        """Rows per work-group row of the Gram product: enough chunks to give
-        every compute unit four work-groups."""
-        from ..device import compute_units
-
-        t = -(-self.C // self.gram_shape["TN"])
-        tri = t * (t + 1) // 2
-        kk = self.gram_shape["K"]
-        chunks = max(1, min(-(-4 * compute_units(self.queue.device) // tri), -(-m // kk)))
-        chunk = _round_up(-(-m // chunks), kk)
-        return chunk, -(-m // chunk)
-
-    def enqueue_gram(self, buf, m, trace):
-        """G = A'A (its lower triangle) for the m x C matrix in buf."""
-        c, q = self.C, self.queue
-        chunks = -(-m // self.chunk)
-        out = self.G if chunks == 1 else self.part
-        ev = tiles.launch(q, self.gram_shape, np.float64, buf, 0, c, buf, 0, c, out, 0, c, c, c, 0, m,
-                          k_chunk=self.chunk, c_stride=c * c, triangle=True)
-        trace.append(("tiles: A'A", ev))
-        if chunks > 1:
-            ev = launch.enqueue(q, self.k["sum_chunks"], (c * c,), (256,), self.part, np.int32(chunks),
-                                np.int32(c * c), np.int32(c * c), self.G)
-            trace.append(("sum_chunks", ev))
-        g = np.empty((c, c))
-        cl.enqueue_copy(q, g, self.G)
-        low = np.tril(g)
-        return low + np.tril(low, -1).T
-
-    def _cholesky(self, g):
-        """The upper Cholesky factor of g, or None when it does not exist."""
-        try:
-            r = np.linalg.cholesky(g).T
-        except np.linalg.LinAlgError:
-            return None
-        return r if np.all(np.isfinite(r)) else None
-
-    def factor_buffer(self, buf, m, trace=None):
-        """R of the m rows in buf (overwritten only when it falls back to TSQR)."""
-        if m < 1:
-            raise ValueError("the matrix needs at least one row")
-        trace = [] if trace is None else trace
-        self._buffers(m)
-        r1 = self._cholesky(self.enqueue_gram(buf, m, trace))
-        if r1 is None:
-            return self._fall_back(buf, m, trace, np.inf, "the Gram matrix is not numerically positive definite")
-        d = np.abs(np.diag(r1))
-        self.cond_estimate = float(d.max() / d.min()) if d.min() > 0 else np.inf
-        if not self.cond_estimate <= self.limit:
-            return self._fall_back(buf, m, trace, self.cond_estimate,
-                                   f"cond(A) is about {self.cond_estimate:.1e}, above the limit {self.limit:.0e}")
-        # Q1 = A R1^-1: A' (rows k = columns of A), then the product with R1^-1
-        rinv = np.linalg.inv(r1)
-        cl.enqueue_copy(self.queue, self.Rinv, np.ascontiguousarray(rinv))
-        tt = (self.TT, self.TT)
-        trace.append(("transpose_rows", self.k["transpose_rows"](
-            self.queue, launch.global_size((self.C, m), tt), tt, buf, np.int32(m), self.At)))
-        c = self.C
-        trace.append(("tiles: A R1^-1", tiles.launch(self.queue, self.product_shape, np.float64, self.At, 0, m,
-                                                     self.Rinv, 0, c, self.Q, 0, c, m, c, 0, c)))
-        r2 = self._cholesky(self.enqueue_gram(self.Q, m, trace))
-        if r2 is None:
-            return self._fall_back(buf, m, trace, self.cond_estimate, "the second Cholesky factorisation failed")
-        self.method, self.reason = "CholeskyQR2", ""
-        return r2 @ r1
-
-    def _fall_back(self, buf, m, trace, estimate, reason):
-        self.method, self.cond_estimate, self.reason = "TSQR", estimate, reason
-        self.tsqr.enqueue(buf, m, trace)
-        return self.tsqr.r()
-
-    def r_factor(self, a):
-        a = checked(a, self.C)
-        return self.factor_buffer(self.upload(a), len(a))
-
-    def least_squares(self, x, y):
-        x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-        if x.ndim != 2 or y.shape != (len(x),):
-            raise ValueError(f"expected x of m rows and y of m values, got {x.shape} and {y.shape}")
-        return fit_from_r(self.r_factor(np.column_stack([x, y])))
