@@ -3,6 +3,7 @@ communication-avoiding QR, checked and timed against the vendor's libraries.
 
     python3 tools/check_tensor.py            (PYOPENCL_CTX picks the device, as everywhere)
     python3 tools/check_tensor.py --small    the same items at small sizes (a smoke test on any device)
+    python3 tools/check_tensor.py --only=tall,square   only these items (and the gate)
 
 Items, each caught on its own (one failing never stops the others):
   gate        gpubook.tensor.available on this device
@@ -54,7 +55,12 @@ def elapsed():
     return time.perf_counter() - START
 
 
+ONLY = next((a.split("=", 1)[1].split(",") for a in sys.argv[1:] if a.startswith("--only=")), None)
+
+
 def item(name, fn, *args):
+    if ONLY is not None and name not in ONLY and name != "gate":
+        return True
     say(f"\n== {name} (at {elapsed():.0f} s)")
     if elapsed() > BUDGET_S:
         result(name, "SKIP", f"the script's {BUDGET_S} s budget is spent")
@@ -248,11 +254,13 @@ def time_tsqr(ctx, queue, a, repeats=5):
 
 CHOLQR_OPTIONS = [
     {},
-    {"gram_shape": {"TM": 128, "TN": 128, "WM": 8, "WN": 8, "K": 8, "STAGES": 2}},
-    {"gram_shape": {"TM": 64, "TN": 64, "WM": 8, "WN": 8, "K": 8, "STAGES": 2}},
-    {"product_shape": {"TM": 64, "TN": 64, "WM": 4, "WN": 4, "K": 8, "STAGES": 2}},
     {"block": 32},
-    {"band": 1024},
+    {"mma": True},
+    {"mma": True, "gram_shape": {"TM": 128, "TN": 128, "WARPS_M": 4, "WARPS_N": 4, "KC": 8}},
+    {"mma": True, "product_shape": {"TM": 128, "TN": 64, "WARPS_M": 4, "WARPS_N": 2, "KC": 16}},
+    {"mma": True, "gram_shape": {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 8},
+     "product_shape": {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 8}},
+    {"mma": True, "gram_shape": {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 4, "KC": 16}},
 ]
 
 

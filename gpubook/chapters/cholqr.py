@@ -24,19 +24,53 @@ end, and factors again by the fallback where they say so.
 import numpy as np
 import pyopencl as cl
 
-from .. import launch, tiles
+from .. import dmma, launch, tiles
 from ..device import compute_units, require_fp64
 from ..kernels import kernel
 from .tsqr import PATH as TSQR_PATH, TSQR, checked, fit_from_r
 
 PATH = "lsq/7_cholesky.cl"
 COND_LIMIT = 1e7
-GRAM_SHAPE = {"TM": 64, "TN": 64, "WM": 4, "WN": 4, "K": 8, "STAGES": 2}
+GRAM_SHAPE = {"TM": 64, "TN": 64, "WM": 8, "WN": 8, "K": 8, "STAGES": 2}
+UPDATE_SHAPE = {"TM": 64, "TN": 64, "WM": 4, "WN": 4, "K": 8, "STAGES": 2}
+# Rows that one work-item adds up in one sum of a Gram product: longer sums
+# lose more to rounding (their error grows about as the square root of the
+# count), so the rows are split in chunks of at most this many, and the
+# chunks' sums added afterwards.
+SUM_ROWS = 2048
 PRODUCT_SHAPE = {"TM": 128, "TN": 64, "WM": 8, "WN": 4, "K": 8, "STAGES": 2}
 
 
 def _round_up(n, step):
     return -(-int(n) // int(step)) * int(step)
+
+
+class Products:
+    """The float64 products C (+)= alpha A'B of this step, as gpubook.tiles.launch
+    takes them: on the register tiles (FMA), or with mma=True on the FP64
+    tensor cores (gpubook.dmma; emulate=True runs that kernel anywhere, for tests)."""
+
+    def __init__(self, mma=False, emulate=False):
+        self.mma, self.emulate = bool(mma), bool(emulate)
+
+    def default(self, shape):
+        return dict(dmma.SHAPE if self.mma else shape)
+
+    def check(self, ctx, device, shape, triangle=False):
+        if self.mma:
+            dmma.get_kernel(ctx, device, shape, triangle, self.emulate)
+        else:
+            tiles.launch_kernel(ctx, device, shape, np.float64, triangle=triangle)
+
+    def __call__(self, queue, shape, *args, **kw):
+        if self.mma:
+            return dmma.product(queue, shape, *args, emulate=self.emulate, **kw)
+        return tiles.launch(queue, shape, np.float64, *args, **kw)
+
+    @staticmethod
+    def rows_step(shape):
+        """The rows of one pass through local memory."""
+        return shape.get("K", shape.get("KC", 1))
 
 
 class DeviceCholesky:
@@ -46,18 +80,19 @@ class DeviceCholesky:
     update_shape: the register tiles of the trailing lower triangle (square);
     product_shape: those of the inverse's update."""
 
-    def __init__(self, ctx, queue, k, block=64, update_shape=None, product_shape=None):
+    def __init__(self, ctx, queue, k, block=64, update_shape=None, product_shape=None, products=None):
         device = queue.device
         require_fp64(device)
         if k < 1 or block < 1:
             raise ValueError("the matrix and the block need at least one column")
         self.ctx, self.queue, self.k = ctx, queue, int(k)
-        self.update_shape = dict(update_shape or GRAM_SHAPE)
-        self.product_shape = dict(product_shape or PRODUCT_SHAPE)
+        self.products = products or Products()
+        self.update_shape = dict(update_shape or self.products.default(UPDATE_SHAPE))
+        self.product_shape = dict(product_shape or self.products.default(PRODUCT_SHAPE))
         if self.update_shape["TM"] != self.update_shape["TN"]:
             raise ValueError("the trailing update needs square tiles (TM = TN)")
-        tiles.launch_kernel(ctx, device, self.update_shape, np.float64, triangle=True)
-        tiles.launch_kernel(ctx, device, self.product_shape, np.float64)
+        self.products.check(ctx, device, self.update_shape, triangle=True)
+        self.products.check(ctx, device, self.product_shape)
         # the block's columns: the largest power of two up to `block` whose L11 fits local memory
         self.CB = 1 << (min(int(block), self.k).bit_length() - 1)
         while self.CB > 1 and launch.why_not(device, 1, 8 * self.CB * (self.CB + 2)):
@@ -92,19 +127,19 @@ class DeviceCholesky:
             trace.append(("chol_diag", self.kern["chol_diag"](q, (self.wg,), (self.wg,), g, i32(k), i32(j0),
                                                               i32(w), diag, flag)))
             if rest:
-                trace.append(("chol_rows", launch.enqueue(q, self.kern["chol_rows"], (rest,), (64,), g, i32(k),
+                trace.append(("chol_rows", launch.enqueue(q, self.kern["chol_rows"], (rest,), (32,), g, i32(k),
                                                           i32(j0), i32(k))))
             if inverse is not None:
-                trace.append(("chol_cols", launch.enqueue(q, self.kern["chol_cols"], (j0 + w,), (64,), g, inverse,
+                trace.append(("chol_cols", launch.enqueue(q, self.kern["chol_cols"], (j0 + w,), (32,), g, inverse,
                                                           i32(k), i32(j0), i32(w))))
             if rest:
                 r12 = j0 * k + j0 + w            # R12: the block's rows, the columns after it
-                trace.append(("tiles: trailing -= L21 L21'", tiles.launch(
-                    q, self.update_shape, np.float64, g, r12, k, g, r12, k, g, (j0 + w) * k + j0 + w, k,
+                trace.append(("tiles: trailing -= L21 L21'", self.products(
+                    q, self.update_shape, g, r12, k, g, r12, k, g, (j0 + w) * k + j0 + w, k,
                     rest, rest, 0, w, alpha=-1.0, accumulate=True, triangle=True)))
                 if inverse is not None:
-                    trace.append(("tiles: inverse -= L21 X", tiles.launch(
-                        q, self.product_shape, np.float64, g, r12, k, inverse, j0 * k, k, inverse, (j0 + w) * k,
+                    trace.append(("tiles: inverse -= L21 X", self.products(
+                        q, self.product_shape, g, r12, k, inverse, j0 * k, k, inverse, (j0 + w) * k,
                         k, rest, j0 + w, 0, w, alpha=-1.0, accumulate=True)))
 
     def status(self, slot=0):
@@ -133,15 +168,19 @@ class CholeskyQR2:
     when it did not)."""
 
     def __init__(self, ctx, queue, cols, limit=COND_LIMIT, gram_shape=None, product_shape=None, block=64,
-                 band=512, tsqr_options=None):
+                 band=512, update_shape=None, mma=False, emulate=False, tsqr_options=None):
         device = queue.device
         require_fp64(device)
         if cols < 1:
             raise ValueError("the matrix needs at least one column")
         self.ctx, self.queue, self.C, self.limit = ctx, queue, int(cols), float(limit)
-        self.gram_shape = dict(gram_shape or GRAM_SHAPE)
-        self.product_shape = dict(product_shape or PRODUCT_SHAPE)
-        self.chol = DeviceCholesky(ctx, queue, cols, block, self.gram_shape, self.product_shape)
+        self.products = Products(mma, emulate)
+        self.gram_shape = dict(gram_shape or self.products.default(GRAM_SHAPE))
+        self.product_shape = dict(product_shape or self.products.default(PRODUCT_SHAPE))
+        if self.gram_shape["TM"] != self.gram_shape["TN"]:
+            raise ValueError("the Gram product needs square tiles (TM = TN)")
+        self.products.check(ctx, device, self.gram_shape, triangle=True)
+        self.chol = DeviceCholesky(ctx, queue, cols, block, update_shape, self.product_shape, self.products)
         self.band = _round_up(max(1, band), self.product_shape["TN"])
         self.TT = launch.square_side(device, (16, 8, 4, 2, 1), lambda t: 8 * t * (t + 1))
         defines = {"PART": 3, "C": self.C, "TT": self.TT}
@@ -173,11 +212,14 @@ class CholeskyQR2:
 
     def _chunking(self, m):
         """Rows per work-group row of the Gram product: enough chunks to give
-        every compute unit four work-groups."""
+        every compute unit four work-groups, and none longer than SUM_ROWS,
+        as far as the chunks' partial sums fit one buffer."""
         t = -(-self.C // self.gram_shape["TN"])
         tri = t * (t + 1) // 2
-        kk = self.gram_shape["K"]
-        chunks = max(1, min(-(-4 * compute_units(self.queue.device) // tri), -(-m // kk)))
+        kk = Products.rows_step(self.gram_shape)
+        fit = max(1, int(self.queue.device.max_mem_alloc_size) // (8 * self.C * self.C))
+        chunks = max(-(-4 * compute_units(self.queue.device) // tri), min(fit, -(-m // SUM_ROWS)))
+        chunks = max(1, min(chunks, -(-m // kk)))
         chunk = _round_up(-(-m // chunks), kk)
         return chunk, -(-m // chunk)
 
@@ -186,7 +228,7 @@ class CholeskyQR2:
         c, q = self.C, self.queue
         chunks = -(-m // self.chunk)
         out = g if chunks == 1 else self.part
-        trace.append(("tiles: Gram", tiles.launch(q, self.gram_shape, np.float64, buf, 0, c, buf, 0, c, out, 0, c,
+        trace.append(("tiles: Gram", self.products(q, self.gram_shape, buf, 0, c, buf, 0, c, out, 0, c,
                                                   c, c, 0, m, k_chunk=self.chunk, c_stride=c * c, triangle=True)))
         if chunks > 1:
             trace.append(("sum_chunks", launch.enqueue(q, self.k["sum_chunks"], (c * c,), (256,), self.part,
@@ -199,8 +241,20 @@ class CholeskyQR2:
         q, c = self.queue, self.C
         for j0 in range(0, c, self.band):
             j1 = min(c, j0 + self.band)
-            trace.append((name, tiles.launch(q, self.product_shape, np.float64, a, 0, lda, b, j0, c,
+            trace.append((name, self.products(q, self.product_shape, a, 0, lda, b, j0, c,
                                              out, j0, c, rows(j1), j1 - j0, 0, j1)))
+
+    def _triangular_product(self, name, low, up, out, trace):
+        """out = low' up for two upper-triangular factors held as low (R2',
+        lower) and up (R1), block by block: the band of rows [i0, i1) of
+        column band [j0, j1) sums over rows i0..j1 only."""
+        q, c = self.queue, self.C
+        for j0 in range(0, c, self.band):
+            j1 = min(c, j0 + self.band)
+            for i0 in range(0, j1, self.band):
+                i1 = min(j1, i0 + self.band)
+                trace.append((name, self.products(q, self.product_shape, low, i0, c, up, j0, c, out,
+                                                 i0 * c + j0, c, i1 - i0, j1 - j0, i0, j1)))
 
     def enqueue(self, buf, m, trace=None):
         """Enqueue all of CholeskyQR2 on the m rows in buf (left as they are);
@@ -220,7 +274,7 @@ class CholeskyQR2:
         self.chol.enqueue(self.G2, 1, None, trace)                   # R2 above, R2' below
         self.chol.triangle(self.G2, self.E, upper=False, trace=trace)
         self.chol.triangle(self.G1, self.Rinv, upper=True, trace=trace)
-        self._banded("tiles: R = R2 R1", self.E, c, self.Rinv, self.R, lambda j1: j1, trace)
+        self._triangular_product("tiles: R = R2 R1", self.E, self.Rinv, self.R, trace)
         self.method = None
 
     def settle(self, buf, m, trace=None):

@@ -33,6 +33,11 @@ static void load_l11(__global const double *g, const int ld, const int j0, const
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
+// One barrier per column: at step c every work-item reads the pivot and
+// column c as the previous step left them, writes L's column c (scaled)
+// straight to global memory, and updates its own entries of the trailing
+// triangle (element e = i * CB + j for e = lid, lid + WG, ...), which
+// column c is not part of: nothing it reads changes during the step.
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void chol_diag(__global double *restrict g, const int ld, const int j0, const int w,
                __global double *restrict diag, __global int *restrict flag)
@@ -41,35 +46,24 @@ void chol_diag(__global double *restrict g, const int ld, const int j0, const in
     const int lid = get_local_id(0);
     load_l11(g, ld, j0, w, a);
     for (int c = 0; c < w; ++c) {
-        const double d = a[c * LDL + c];
-        barrier(CLK_LOCAL_MEM_FENCE);                 // every work-item has read the pivot
-        const double l = sqrt(d);
+        const double d = a[c * LDL + c], l = sqrt(d), rl = 1.0 / l;
         if (lid == 0) {
-            a[c * LDL + c] = l;
+            diag[j0 + c] = l;
             if (!(d > 0.0) || isinf(d))
                 flag[0] = 1;
         }
-        for (int i = c + 1 + lid; i < w; i += WG)
-            a[i * LDL + c] /= l;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        const int r = w - c - 1;                      // the trailing r x r triangle
-        for (int e = lid; e < r * r; e += WG) {
-            const int i = c + 1 + e / r, j = c + 1 + e % r;
-            if (j <= i)
-                a[i * LDL + j] = fma(-a[i * LDL + c], a[j * LDL + c], a[i * LDL + j]);
+        for (int r = c + lid; r < w; r += WG) {      // L[r][c], into both triangles
+            const double v = r == c ? l : a[r * LDL + c] * rl;
+            g[(size_t)(j0 + r) * ld + j0 + c] = v;
+            g[(size_t)(j0 + c) * ld + j0 + r] = v;
+        }
+        for (int e = lid; e < w * CB; e += WG) {
+            const int i = e / CB, j = e % CB;
+            if (j > c && j <= i)
+                a[i * LDL + j] = fma(-(a[i * LDL + c] * rl), a[j * LDL + c] * rl, a[i * LDL + j]);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    for (int e = lid; e < w * w; e += WG) {
-        const int i = e / w, j = e % w;
-        if (j <= i) {
-            const double v = a[i * LDL + j];
-            g[(size_t)(j0 + i) * ld + j0 + j] = v;
-            g[(size_t)(j0 + j) * ld + j0 + i] = v;
-        }
-    }
-    for (int c = lid; c < w; c += WG)
-        diag[j0 + c] = a[c * LDL + c];
 }
 
 // Rows j0 + CB .. k - 1 (the block is full: rows below exist only then).
@@ -88,11 +82,15 @@ __kernel void chol_rows(__global double *restrict g, const int ld, const int j0,
     double x[CB];
 #pragma unroll
     for (int c = 0; c < CB; ++c) {
-        double s = row[c];
+        double s = row[c], s2 = 0.0;                 // two chains: half the latency
 #pragma unroll
-        for (int t = 0; t < c; ++t)
+        for (int t = 0; t + 1 < c; t += 2) {
             s = fma(-x[t], l[c * LDL + t], s);
-        x[c] = s * inv[c];
+            s2 = fma(-x[t + 1], l[c * LDL + t + 1], s2);
+        }
+        if (c % 2)
+            s = fma(-x[c - 1], l[c * LDL + c - 1], s);
+        x[c] = (s + s2) * inv[c];
     }
 #pragma unroll
     for (int c = 0; c < CB; ++c) {
@@ -117,11 +115,15 @@ __kernel void chol_cols(__global const double *restrict g, __global double *rest
     double x[CB];
 #pragma unroll
     for (int c = 0; c < CB; ++c) {
-        double s = c < w ? e[(size_t)(j0 + c) * ld + j] : 0.0;
+        double s = c < w ? e[(size_t)(j0 + c) * ld + j] : 0.0, s2 = 0.0;
 #pragma unroll
-        for (int t = 0; t < c; ++t)
+        for (int t = 0; t + 1 < c; t += 2) {
             s = fma(-l[c * LDL + t], x[t], s);
-        x[c] = s * (c < w ? inv[c] : 0.0);
+            s2 = fma(-l[c * LDL + t + 1], x[t + 1], s2);
+        }
+        if (c % 2)
+            s = fma(-l[c * LDL + c - 1], x[c - 1], s);
+        x[c] = (s + s2) * (c < w ? inv[c] : 0.0);
     }
 #pragma unroll
     for (int c = 0; c < CB; ++c)

@@ -1,0 +1,61 @@
+"""Products in double on the FP64 tensor cores (NVIDIA only, mma.sync m8n8k4
+through inline PTX: kernels/tensor/dmma_tiles.cl), with the arguments and
+the result of gpubook.tiles.launch in double: chapter 8's step 6 runs its
+products either way. The gate is gpubook.tensor.available; emulate=True
+builds the same kernel with the warp's product done through local memory
+(any OpenCL device: the tests check the tiling and the bounds that way).
+"""
+import numpy as np
+
+from . import launch, tensor
+
+PATH = "tensor/dmma_tiles.cl"
+SHAPE = {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16}
+
+
+def work_items(shape):
+    return tensor.WARP * shape["WARPS_M"] * shape["WARPS_N"]
+
+
+def label(shape):
+    return (f"{shape['TM']}x{shape['TN']} tile, {shape['WARPS_M']}x{shape['WARPS_N']} warps, "
+            f"K={shape['KC']}, FP64 mma")
+
+
+def local_bytes(shape, emulate=False):
+    scratch = 8 * 64 * shape["WARPS_M"] * shape["WARPS_N"] if emulate else 8
+    return 2 * 8 * shape["KC"] * (shape["TM"] + shape["TN"] + 16) + scratch
+
+
+def get_kernel(ctx, device, shape, triangle=False, emulate=False):
+    """The built kernel for a shape, or a clear error: a shape that breaks the
+    fragments' rules, one the device cannot hold, or no tensor cores here
+    (tensor.TensorCoreError with the gate's reason)."""
+    tm, tn, wm, wn, kc = (shape[k] for k in ("TM", "TN", "WARPS_M", "WARPS_N", "KC"))
+    if tm % (8 * wm) or tn % (8 * wn) or kc % 4 or kc < 4:
+        raise ValueError(f"{label(shape)}: TM must be a multiple of 8 WARPS_M, TN of 8 WARPS_N and KC of 4")
+    if triangle and tm != tn:
+        raise ValueError("the triangle needs square tiles")
+    launch.check(device, work_items(shape), local_bytes(shape, emulate))
+    defines = {**{k: shape[k] for k in ("TM", "TN", "WARPS_M", "WARPS_N", "KC")}, "TRIANGLE": int(triangle)}
+    kern = tensor._build(ctx, device, PATH, "dmma_tiles", defines, emulate)
+    launch.check(device, work_items(shape), kern=kern)
+    return kern
+
+
+def product(queue, shape, a, a_off, lda, b, b_off, ldb, c, c_off, ldc, m, n, k_begin, k_end, k_chunk=None,
+            c_stride=0, alpha=1.0, accumulate=False, triangle=False, emulate=False, wait_for=None):
+    """As gpubook.tiles.launch in double (the same arguments and result), on
+    the FP64 tensor cores."""
+    rows = k_end - k_begin
+    k_chunk = max(1, rows) if k_chunk is None else int(k_chunk)
+    if triangle and m != n:
+        raise ValueError("the triangle needs a square C")
+    kern = get_kernel(queue.context, queue.device, shape, triangle, emulate)
+    tiles_y, tiles_x = -(-m // shape["TM"]), -(-n // shape["TN"])
+    groups = tiles_x * (tiles_x + 1) // 2 if triangle else tiles_y * tiles_x
+    chunks = max(1, -(-rows // k_chunk))
+    nt, i32 = work_items(shape), np.int32
+    return kern(queue, (groups * nt, chunks), (nt, 1), a, i32(a_off), i32(lda), b, i32(b_off), i32(ldb),
+                c, i32(c_off), i32(ldc), i32(m), i32(n), i32(k_begin), i32(k_end), i32(k_chunk), i32(c_stride),
+                i32(tiles_x), np.float64(alpha), i32(accumulate), wait_for=wait_for)
