@@ -93,23 +93,22 @@ class DeviceCholesky:
             raise ValueError("the trailing update needs square tiles (TM = TN)")
         self.products.check(ctx, device, self.update_shape, triangle=True)
         self.products.check(ctx, device, self.product_shape)
-        # the block's columns: the largest power of two up to `block` whose L11 fits local memory
+        # the block's columns: the largest power of two up to `block` that one
+        # work-group of as many work-items can factor (L11 and a column in local memory)
         self.CB = 1 << (min(int(block), self.k).bit_length() - 1)
-        while self.CB > 1 and launch.why_not(device, 1, 8 * self.CB * (self.CB + 2)):
-            self.CB //= 2
-        wg = launch.largest(device, 256, lambda s: 8 * self.CB * (self.CB + 2))
         while True:
-            self.kern = {name: kernel(ctx, PATH, name, {"CB": self.CB, "WG": wg})
+            self.kern = {name: kernel(ctx, PATH, name, {"CB": self.CB})
                          for name in ("chol_diag", "chol_rows", "chol_cols", "take_triangle", "unit_diagonal")}
-            if launch.why_not(device, wg, kern=self.kern["chol_diag"]) is None or wg == 1:
+            short = launch.why_not(device, self.CB, 8 * self.CB * (self.CB + 3), kern=self.kern["chol_diag"])
+            if short is None or self.CB == 1:
                 break
-            wg //= 2
-        launch.check(device, wg, kern=self.kern["chol_diag"])
-        self.wg = wg
+            self.CB //= 2
+        launch.check(device, self.CB, 8 * self.CB * (self.CB + 3), kern=self.kern["chol_diag"])
         mf = cl.mem_flags
         # the pivots and the failure flag of two factorisations (slots 0 and 1)
         self.diag = [cl.Buffer(ctx, mf.READ_WRITE, 8 * self.k) for _ in range(2)]
         self.flag = [cl.Buffer(ctx, mf.READ_WRITE, 4) for _ in range(2)]
+        self.linv = cl.Buffer(ctx, mf.READ_WRITE, 8 * self.CB * self.CB)
 
     def enqueue(self, g, slot=0, inverse=None, trace=None):
         """Factor g (k x k, stride k) in place; L^-1 into `inverse` when given.
@@ -124,14 +123,14 @@ class DeviceCholesky:
         for j0 in range(0, k, cb):
             w = min(cb, k - j0)
             rest = k - j0 - w
-            trace.append(("chol_diag", self.kern["chol_diag"](q, (self.wg,), (self.wg,), g, i32(k), i32(j0),
-                                                              i32(w), diag, flag)))
+            trace.append(("chol_diag", self.kern["chol_diag"](q, (cb,), (cb,), g, i32(k), i32(j0), i32(w),
+                                                              diag, flag, self.linv)))
             if rest:
-                trace.append(("chol_rows", launch.enqueue(q, self.kern["chol_rows"], (rest,), (32,), g, i32(k),
-                                                          i32(j0), i32(k))))
+                trace.append(("chol_rows", launch.enqueue(q, self.kern["chol_rows"], (rest,), (64,), g, i32(k),
+                                                          i32(j0), i32(k), self.linv)))
             if inverse is not None:
-                trace.append(("chol_cols", launch.enqueue(q, self.kern["chol_cols"], (j0 + w,), (32,), g, inverse,
-                                                          i32(k), i32(j0), i32(w))))
+                trace.append(("chol_cols", launch.enqueue(q, self.kern["chol_cols"], (j0 + w,), (64,), inverse,
+                                                          i32(k), i32(j0), i32(w), self.linv)))
             if rest:
                 r12 = j0 * k + j0 + w            # R12: the block's rows, the columns after it
                 trace.append(("tiles: trailing -= L21 L21'", self.products(
