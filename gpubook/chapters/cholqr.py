@@ -47,23 +47,25 @@ def _round_up(n, step):
 
 class Products:
     """The float64 products C (+)= alpha A'B of this step, as gpubook.tiles.launch
-    takes them: on the register tiles (FMA), or with mma=True on the FP64
-    tensor cores (gpubook.dmma; emulate=True runs that kernel anywhere, for tests)."""
+    takes them. A shape picks the kernel: one with WM, WN (register tiles,
+    FMA) runs everywhere; one with WARPS_M, WARPS_N runs on the FP64 tensor
+    cores (gpubook.dmma; emulate=True runs that kernel anywhere, for tests)."""
 
-    def __init__(self, mma=False, emulate=False):
-        self.mma, self.emulate = bool(mma), bool(emulate)
+    def __init__(self, emulate=False):
+        self.emulate = bool(emulate)
 
-    def default(self, shape):
-        return dict(dmma.SHAPE if self.mma else shape)
+    @staticmethod
+    def on_tensor_cores(shape):
+        return "WARPS_M" in shape
 
     def check(self, ctx, device, shape, triangle=False):
-        if self.mma:
+        if self.on_tensor_cores(shape):
             dmma.get_kernel(ctx, device, shape, triangle, self.emulate)
         else:
             tiles.launch_kernel(ctx, device, shape, np.float64, triangle=triangle)
 
     def __call__(self, queue, shape, *args, **kw):
-        if self.mma:
+        if self.on_tensor_cores(shape):
             return dmma.product(queue, shape, *args, emulate=self.emulate, **kw)
         return tiles.launch(queue, shape, np.float64, *args, **kw)
 
@@ -77,8 +79,8 @@ class DeviceCholesky:
     """G = L L' in place for a k x k float64 matrix on the device (its lower
     triangle is read): L in the lower triangle, R = L' in the upper, by
     blocks of `block` columns; with a buffer `inverse`, L^-1 into it too.
-    update_shape: the register tiles of the trailing lower triangle (square);
-    product_shape: those of the inverse's update."""
+    update_shape: the tiles of the trailing lower triangle (square);
+    product_shape: those of the inverse's update (either kind: Products)."""
 
     def __init__(self, ctx, queue, k, block=64, update_shape=None, product_shape=None, products=None):
         device = queue.device
@@ -87,23 +89,25 @@ class DeviceCholesky:
             raise ValueError("the matrix and the block need at least one column")
         self.ctx, self.queue, self.k = ctx, queue, int(k)
         self.products = products or Products()
-        self.update_shape = dict(update_shape or self.products.default(UPDATE_SHAPE))
-        self.product_shape = dict(product_shape or self.products.default(PRODUCT_SHAPE))
+        self.update_shape = dict(update_shape or UPDATE_SHAPE)
+        self.product_shape = dict(product_shape or PRODUCT_SHAPE)
         if self.update_shape["TM"] != self.update_shape["TN"]:
             raise ValueError("the trailing update needs square tiles (TM = TN)")
         self.products.check(ctx, device, self.update_shape, triangle=True)
         self.products.check(ctx, device, self.product_shape)
-        # the block's columns: the largest power of two up to `block` that one
-        # work-group of as many work-items can factor (L11 and a column in local memory)
+        # the block's columns: the largest power of two up to `block` whose L11 fits local memory
         self.CB = 1 << (min(int(block), self.k).bit_length() - 1)
-        while True:
-            self.kern = {name: kernel(ctx, PATH, name, {"CB": self.CB})
-                         for name in ("chol_diag", "chol_rows", "chol_cols", "take_triangle", "unit_diagonal")}
-            short = launch.why_not(device, self.CB, 8 * self.CB * (self.CB + 3), kern=self.kern["chol_diag"])
-            if short is None or self.CB == 1:
-                break
+        while self.CB > 1 and launch.why_not(device, 1, 8 * self.CB * (self.CB + 1)):
             self.CB //= 2
-        launch.check(device, self.CB, 8 * self.CB * (self.CB + 3), kern=self.kern["chol_diag"])
+        wg = launch.largest(device, 256, lambda s: 8 * self.CB * (self.CB + 1))
+        while True:
+            self.kern = {name: kernel(ctx, PATH, name, {"CB": self.CB, "WG": wg})
+                         for name in ("chol_diag", "chol_rows", "chol_cols", "take_triangle", "unit_diagonal")}
+            if launch.why_not(device, wg, kern=self.kern["chol_diag"]) is None or wg == 1:
+                break
+            wg //= 2
+        launch.check(device, wg, kern=self.kern["chol_diag"])
+        self.wg = wg
         mf = cl.mem_flags
         # the pivots and the failure flag of two factorisations (slots 0 and 1)
         self.diag = [cl.Buffer(ctx, mf.READ_WRITE, 8 * self.k) for _ in range(2)]
@@ -123,7 +127,7 @@ class DeviceCholesky:
         for j0 in range(0, k, cb):
             w = min(cb, k - j0)
             rest = k - j0 - w
-            trace.append(("chol_diag", self.kern["chol_diag"](q, (cb,), (cb,), g, i32(k), i32(j0), i32(w),
+            trace.append(("chol_diag", self.kern["chol_diag"](q, (self.wg,), (self.wg,), g, i32(k), i32(j0), i32(w),
                                                               diag, flag, self.linv)))
             if rest:
                 trace.append(("chol_rows", launch.enqueue(q, self.kern["chol_rows"], (rest,), (64,), g, i32(k),
@@ -161,25 +165,29 @@ class CholeskyQR2:
     """R of an m x `cols` float64 matrix by CholeskyQR2 on the device, with
     TSQR where it is too ill-conditioned. band: the columns of each launch of
     the triangular products (Q1 = A R1^-1 and R2 R1), which skip the zero
-    half of the triangle band by band. After each factorisation: `method`
+    half of the triangle band by band. mma=True: the products over all m rows
+    (the Gram matrices, Q1) and R2 R1 on the FP64 tensor cores (gpubook.dmma,
+    NVIDIA only); the Cholesky factorisations' small updates stay on the
+    register tiles, which were faster there on the H200. Shapes given
+    explicitly pick their own kernel (Products). After each factorisation: `method`
     ("CholeskyQR2" or "TSQR"), `cond_estimate` (the first factor's diagonal
     ratio, inf when its Cholesky failed) and `reason` (why it fell back, ''
     when it did not)."""
 
     def __init__(self, ctx, queue, cols, limit=COND_LIMIT, gram_shape=None, product_shape=None, block=64,
-                 band=512, update_shape=None, mma=False, emulate=False, tsqr_options=None):
+                 band=512, update_shape=None, inverse_shape=None, mma=False, emulate=False, tsqr_options=None):
         device = queue.device
         require_fp64(device)
         if cols < 1:
             raise ValueError("the matrix needs at least one column")
         self.ctx, self.queue, self.C, self.limit = ctx, queue, int(cols), float(limit)
-        self.products = Products(mma, emulate)
-        self.gram_shape = dict(gram_shape or self.products.default(GRAM_SHAPE))
-        self.product_shape = dict(product_shape or self.products.default(PRODUCT_SHAPE))
+        self.products = Products(emulate)
+        self.gram_shape = dict(gram_shape or (dmma.SHAPE if mma else GRAM_SHAPE))
+        self.product_shape = dict(product_shape or (dmma.SHAPE if mma else PRODUCT_SHAPE))
         if self.gram_shape["TM"] != self.gram_shape["TN"]:
             raise ValueError("the Gram product needs square tiles (TM = TN)")
         self.products.check(ctx, device, self.gram_shape, triangle=True)
-        self.chol = DeviceCholesky(ctx, queue, cols, block, update_shape, self.product_shape, self.products)
+        self.chol = DeviceCholesky(ctx, queue, cols, block, update_shape, inverse_shape, self.products)
         self.band = _round_up(max(1, band), self.product_shape["TN"])
         self.TT = launch.square_side(device, (16, 8, 4, 2, 1), lambda t: 8 * t * (t + 1))
         defines = {"PART": 3, "C": self.C, "TT": self.TT}

@@ -18,66 +18,69 @@
 //               the host then subtracts L21 x from the rows below (another
 //               register-tiled product).
 // No work-group waits for another: each launch finishes before the next.
-// Build option: CB, the block's columns (chol_diag's work-items).
+// Build options: CB, the block's columns; WG, chol_diag's work-items.
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #define LDL (CB + 1)                 // local rows padded by one: column walks change bank
 
-// One work-item per row of the block, the block in local memory. At step
-// c every work-item copies its a[i][c] into `col` (two arrays in turn: one
-// barrier per column), reads the pivot and the column from there, scales
-// its own a[i][c] and updates the rest of its own row. Then work-item j
-// solves L11 x = e_j for column j of L11^-1, top down, keeping x in the
-// unused upper triangle of its own row (x_c at a[j][c], c > j): that turns
-// the two solves below into plain sums without a chain of dependent steps.
-__kernel __attribute__((reqd_work_group_size(CB, 1, 1)))
+// The block in local memory. At step c every work-item reads the pivot and
+// column c as the previous step left them, writes L's column c (scaled)
+// straight to global memory, and updates its own entries of the trailing
+// triangle (element e = i * CB + j for e = lid, lid + WG, ... past row c),
+// which column c is not part of: one barrier per column. Then work-item j
+// solves L11 x = e_j for column j of L11^-1 in registers (into linv,
+// CB x CB), which turns the two solves below into plain sums without a
+// chain of dependent steps.
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void chol_diag(__global double *restrict g, const int ld, const int j0, const int w,
                __global double *restrict diag, __global int *restrict flag, __global double *restrict linv)
 {
     __local double a[CB * LDL];
-    __local double col[2][CB];
-    __local double dinv[CB];
-    const int i = get_local_id(0);
-    for (int j = 0; j < CB; ++j)
+    const int lid = get_local_id(0);
+    for (int e = lid; e < CB * CB; e += WG) {
+        const int i = e / CB, j = e % CB;
         a[i * LDL + j] = (i < w && j <= i) ? g[(size_t)(j0 + i) * ld + j0 + j] : 0.0;
-    __local double *row = a + i * LDL;
-    for (int c = 0; c < w; ++c) {
-        __local double *cc = col[c & 1];
-        cc[i] = row[c];
-        barrier(CLK_LOCAL_MEM_FENCE);
-        const double d = cc[c], root = sqrt(d), rl = 1.0 / root;
-        if (i == 0 && (!(d > 0.0) || isinf(d)))
-            flag[0] = 1;
-        if (i > c) {
-            const double li = row[c] * rl;
-            row[c] = li;
-            for (int j = c + 1; j <= i; ++j)
-                row[j] = fma(-li, cc[j] * rl, row[j]);
-        } else if (i == c) {
-            row[c] = root;
-        }
-    }
-    if (i < w) {
-        for (int j = 0; j <= i; ++j) {
-            g[(size_t)(j0 + i) * ld + j0 + j] = row[j];
-            g[(size_t)(j0 + j) * ld + j0 + i] = row[j];
-        }
-        diag[j0 + i] = row[i];
-        dinv[i] = 1.0 / row[i];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    // column i of L11^-1: x_i = 1 / L[i][i], x_c = -(sum over i <= t < c of L[c][t] x_t) / L[c][c]
-    for (int c = 0; c < CB; ++c) {
-        double x = 0.0;
-        if (c == i && c < w)
-            x = dinv[i];
-        else if (c > i && c < w) {
-            double s = -a[c * LDL + i] * dinv[i];
-            for (int t = i + 1; t < c; ++t)
-                s = fma(-a[c * LDL + t], row[t], s);
-            x = s * dinv[c];
-            row[c] = x;
+    for (int c = 0; c < w; ++c) {
+        const double d = a[c * LDL + c], l = sqrt(d), rl = 1.0 / l;
+        if (lid == 0) {
+            diag[j0 + c] = l;
+            if (!(d > 0.0) || isinf(d))
+                flag[0] = 1;
         }
-        linv[c * CB + i] = x;
+        for (int r = c + lid; r < w; r += WG) {      // L[r][c], into both triangles
+            const double v = r == c ? l : a[r * LDL + c] * rl;
+            g[(size_t)(j0 + r) * ld + j0 + c] = v;
+            g[(size_t)(j0 + c) * ld + j0 + r] = v;
+        }
+        for (int e = (c + 1) * CB + lid; e < w * CB; e += WG) {
+            const int i = e / CB, j = e % CB;
+            if (j > c && j <= i)
+                a[i * LDL + j] = fma(-(a[i * LDL + c] * rl), a[j * LDL + c] * rl, a[i * LDL + j]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    // L11 itself into local memory (the loop above left column c unscaled),
+    // read back from what the work-group wrote to global memory
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    for (int e = lid; e < w * CB; e += WG) {
+        const int i = e / CB, j = e % CB;
+        if (j <= i)
+            a[i * LDL + j] = g[(size_t)(j0 + i) * ld + j0 + j];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int i = lid; i < CB; i += WG) {             // column i of L11^-1
+        double x[CB];
+#pragma unroll
+        for (int c = 0; c < CB; ++c) {
+            double s = c == i ? 1.0 : 0.0;
+#pragma unroll
+            for (int t = 0; t < c; ++t)
+                if (t >= i)
+                    s = fma(-a[c * LDL + t], x[t], s);
+            x[c] = (c >= i && c < w) ? s / a[c * LDL + c] : 0.0;
+            linv[c * CB + i] = x[c];
+        }
     }
 }
 
