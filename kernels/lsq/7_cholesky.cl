@@ -4,32 +4,32 @@
 // blocks of CB columns; for block j0 (w columns):
 //   chol_diag   one work-group factors the w x w diagonal block: L11 goes
 //               to G's lower triangle, L11' (= R's block) to its upper, the
-//               pivots to diag, L11^-1 to linv, and flag[0] = 1 where a
+//               pivots to diag, M to linv (below), and flag[0] = 1 where a
 //               pivot is not positive and finite (G is not numerically
 //               positive definite: the host falls back)
 //   chol_rows   each work-item takes one row i below the block: it solves
-//               x L11' = G[i, j0..j0+w) as x = a L11^-T and writes x to
+//               x L11' = G[i, j0..j0+w) and writes x to
 //               row i (L21) and to column i of the block's rows (R12)
 //   (the host)  the trailing lower triangle -= L21 L21', a register-tiled
 //               product that reads R12, whose rows are contiguous
 //   chol_cols   for R^-1 when asked: E starts as the identity, and the same
 //               elimination applied to it leaves L^-1 in E. Each work-item
-//               takes one column of E's block rows: x = L11^-1 b;
+//               takes one column of E's block rows and solves L11 x = b;
 //               the host then subtracts L21 x from the rows below (another
 //               register-tiled product).
 // No work-group waits for another: each launch finishes before the next.
 // Build options: CB, the block's columns; WG, chol_diag's work-items.
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #define LDL (CB + 1)                 // local rows padded by one: column walks change bank
+#define SB (CB < 16 ? CB : 16)       // the solves' sub-blocks
 
 // The block in local memory. At step c every work-item reads the pivot and
 // column c as the previous step left them, writes L's column c (scaled)
 // straight to global memory, and updates its own entries of the trailing
 // triangle (element e = i * CB + j for e = lid, lid + WG, ... past row c),
-// which column c is not part of: one barrier per column. Then work-item j
-// solves L11 x = e_j for column j of L11^-1 in registers (into linv,
-// CB x CB), which turns the two solves below into plain sums without a
-// chain of dependent steps.
+// which column c is not part of: one barrier per column. Then M goes to
+// linv: L11 with its SB x SB diagonal sub-blocks inverted, so that the two
+// solves below wait on CB / SB sub-blocks instead of CB columns.
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void chol_diag(__global double *restrict g, const int ld, const int j0, const int w,
                __global double *restrict diag, __global int *restrict flag, __global double *restrict linv)
@@ -69,22 +69,33 @@ void chol_diag(__global double *restrict g, const int ld, const int j0, const in
             a[i * LDL + j] = g[(size_t)(j0 + i) * ld + j0 + j];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int i = lid; i < CB; i += WG) {             // column i of L11^-1
-        double x[CB];
+    // M: L11 with its SB x SB diagonal sub-blocks replaced by their inverses
+    // (zeros above): work-item (b, j) inverts column j of sub-block b
+    for (int e = lid; e < CB * CB; e += WG) {
+        const int c = e / CB, t = e % CB;
+        if (t < c / SB * SB)
+            linv[e] = c < w ? a[c * LDL + t] : 0.0;
+        else if (t >= (c / SB + 1) * SB || t > c)
+            linv[e] = 0.0;
+    }
+    for (int q = lid; q < CB; q += WG) {
+        const int b0 = q / SB * SB, j = q % SB;
+        double y[SB];
 #pragma unroll
-        for (int c = 0; c < CB; ++c) {
-            double s = c == i ? 1.0 : 0.0;
+        for (int c = 0; c < SB; ++c) {
+            double v = c == j ? 1.0 : 0.0;
 #pragma unroll
             for (int t = 0; t < c; ++t)
-                if (t >= i)
-                    s = fma(-a[c * LDL + t], x[t], s);
-            x[c] = (c >= i && c < w) ? s / a[c * LDL + c] : 0.0;
-            linv[c * CB + i] = x[c];
+                if (t >= j)
+                    v = fma(-a[(b0 + c) * LDL + b0 + t], y[t], v);
+            y[c] = (c >= j && b0 + c < w) ? v / a[(b0 + c) * LDL + b0 + c] : 0.0;
+            if (c >= j)
+                linv[(b0 + c) * CB + b0 + j] = y[c];
         }
     }
 }
 
-// L11^-1 (CB x CB, from chol_diag) into local memory.
+// M (CB x CB, from chol_diag) into local memory.
 static void load_linv(__global const double *linv, __local double *l)
 {
     for (int e = get_local_id(0); e < CB * CB; e += get_local_size(0))
@@ -93,7 +104,9 @@ static void load_linv(__global const double *linv, __local double *l)
 }
 
 // Rows j0 + CB .. k - 1 (the block is full: rows below exist only then):
-// x = a L11^-T, x[c] = sum over t <= c of a[t] L11^-1[c][t].
+// x L11' = a, SB columns at a time: s = a - (the earlier x) L', a plain sum,
+// then x = s Lbb^-T with the sub-block's inverse, another. The chain of
+// dependent steps is CB / SB sub-blocks long instead of CB columns.
 __kernel void chol_rows(__global double *restrict g, const int ld, const int j0, const int k,
                         __global const double *restrict linv)
 {
@@ -103,26 +116,33 @@ __kernel void chol_rows(__global double *restrict g, const int ld, const int j0,
     if (i >= k)
         return;
     __global double *row = g + (size_t)i * ld + j0;
-    double a[CB];
+    double x[CB];
 #pragma unroll
-    for (int t = 0; t < CB; ++t)
-        a[t] = row[t];
+    for (int b0 = 0; b0 < CB; b0 += SB) {
+        double s[SB];
 #pragma unroll
-    for (int c = 0; c < CB; ++c) {
-        double s = 0.0, s2 = 0.0;
+        for (int c = 0; c < SB; ++c) {
+            double v = row[b0 + c];
 #pragma unroll
-        for (int t = 0; t + 1 <= c; t += 2) {
-            s = fma(a[t], l[c * LDL + t], s);
-            s2 = fma(a[t + 1], l[c * LDL + t + 1], s2);
+            for (int t = 0; t < b0; ++t)
+                v = fma(-x[t], l[(b0 + c) * LDL + t], v);
+            s[c] = v;
         }
-        if (c % 2 == 0)
-            s = fma(a[c], l[c * LDL + c], s);
-        row[c] = s + s2;
-        g[(size_t)(j0 + c) * ld + i] = s + s2;
+#pragma unroll
+        for (int c = 0; c < SB; ++c) {
+            double v = 0.0;
+#pragma unroll
+            for (int t = 0; t <= c; ++t)
+                v = fma(s[t], l[(b0 + c) * LDL + b0 + t], v);
+            x[b0 + c] = v;
+            row[b0 + c] = v;
+            g[(size_t)(j0 + b0 + c) * ld + i] = v;
+        }
     }
 }
 
-// E's rows j0 .. j0 + w - 1, columns 0 .. j0 + w - 1: x = L11^-1 b per column.
+// E's rows j0 .. j0 + w - 1, columns 0 .. j0 + w - 1: L11 x = b per column,
+// SB rows at a time as in chol_rows.
 __kernel void chol_cols(__global double *restrict e, const int ld, const int j0, const int w,
                         __global const double *restrict linv)
 {
@@ -131,22 +151,28 @@ __kernel void chol_cols(__global double *restrict e, const int ld, const int j0,
     const int j = get_global_id(0);
     if (j >= j0 + w)
         return;
-    double b[CB];
+    double x[CB];
 #pragma unroll
-    for (int t = 0; t < CB; ++t)
-        b[t] = t < w ? e[(size_t)(j0 + t) * ld + j] : 0.0;
+    for (int b0 = 0; b0 < CB; b0 += SB) {
+        double s[SB];
 #pragma unroll
-    for (int c = 0; c < CB; ++c) {
-        double s = 0.0, s2 = 0.0;
+        for (int c = 0; c < SB; ++c) {
+            double v = b0 + c < w ? e[(size_t)(j0 + b0 + c) * ld + j] : 0.0;
 #pragma unroll
-        for (int t = 0; t + 1 <= c; t += 2) {
-            s = fma(l[c * LDL + t], b[t], s);
-            s2 = fma(l[c * LDL + t + 1], b[t + 1], s2);
+            for (int t = 0; t < b0; ++t)
+                v = fma(-l[(b0 + c) * LDL + t], x[t], v);
+            s[c] = v;
         }
-        if (c % 2 == 0)
-            s = fma(l[c * LDL + c], b[c], s);
-        if (c < w)
-            e[(size_t)(j0 + c) * ld + j] = s + s2;
+#pragma unroll
+        for (int c = 0; c < SB; ++c) {
+            double v = 0.0;
+#pragma unroll
+            for (int t = 0; t <= c; ++t)
+                v = fma(l[(b0 + c) * LDL + b0 + t], s[t], v);
+            x[b0 + c] = v;
+            if (b0 + c < w)
+                e[(size_t)(j0 + b0 + c) * ld + j] = v;
+        }
     }
 }
 
