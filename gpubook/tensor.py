@@ -22,7 +22,20 @@ WARP = 32
 MMA = "tensor/mma.cl"
 FLOPS_PER_MMA = {"tf32": 2 * 16 * 8 * 8, "f64": 2 * 8 * 8 * 4}
 MODES = {"tf32-raw": 0, "tf32": 1, "3xtf32": 2}
-XTX_SHAPE = {"T": 128, "WARPS_M": 2, "WARPS_N": 4, "KC": 32}
+# Candidate shapes of chapter 6's tensor-core XᵀX for the GPU sweep, best guess
+# first: (T, warps) tile and rows per chunk. Local memory in MODE 2 (hi, lo):
+# 2 stages x 2 panels x KC x (T + 4) x 8 B; work-items: 32 WARPS_M WARPS_N.
+XTX_SHAPES = [
+    {"T": 128, "WARPS_M": 2, "WARPS_N": 2, "KC": 8},   # 64 x 64 per warp, 128 work-items, 33,792 B
+    {"T": 128, "WARPS_M": 2, "WARPS_N": 4, "KC": 8},   # 64 x 32 per warp, 256 work-items, 33,792 B
+    {"T": 128, "WARPS_M": 4, "WARPS_N": 2, "KC": 8},   # 32 x 64 per warp, 256 work-items, 33,792 B
+    {"T": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16},   # 32 x 32 per warp, 128 work-items, 34,816 B
+]
+XTX_SHAPE = XTX_SHAPES[0]
+# Rows between two flushes of the warps' sums into S (XtX): each flush rounds
+# to nearest what the tensor core's additions rounded toward zero.
+FLUSH_ROWS = 2048
+XTX_LOCAL_LIMIT = 48 * 1024  # bytes of local memory NVIDIA's OpenCL gives a work-group
 
 
 class TensorCoreError(RuntimeError):
@@ -200,24 +213,56 @@ class XtX:
     """The lower triangle of S = XᵀX (X: m x n float32, row-major) on TF32
     tensor cores, in one of MODES: 'tf32-raw' (the floats as they are: the
     tensor core truncates them), 'tf32' (rounded first) or '3xtf32' (each
-    float split into two TF32 parts, three products)."""
+    float split into two TF32 parts, three products).
 
-    def __init__(self, ctx, queue, mode="3xtf32", shape=None, emulate=False):
+    `shape`: T, WARPS_M, WARPS_N, KC (XTX_SHAPES); `wide_loads`: 16-byte loads
+    from global memory where n and the stride allow them (else one float per
+    load, each checked); `diag_skip`: on the tiles of the diagonal, warps skip
+    the fragments wholly above it; `flush_rows`: every so many rows (rounded
+    to a multiple of KC) the warps add their sums into S, rounded to nearest:
+    the tensor core's own additions round toward zero, and over a long sum
+    that drift grows (kernels/tensor/xtx_tf32.cl)."""
+
+    def __init__(self, ctx, queue, mode="3xtf32", shape=None, emulate=False, wide_loads=True, diag_skip=True,
+                 flush_rows=FLUSH_ROWS):
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
         self.ctx, self.queue, self.mode, self.emulate = ctx, queue, mode, bool(emulate)
-        self.shape = dict(shape or XTX_SHAPE)
-        t, wm, wn, kc = (self.shape[k] for k in ("T", "WARPS_M", "WARPS_N", "KC"))
-        nth = WARP * wm * wn
-        if t % (16 * wm) or t % (8 * wn) or kc % 8 or (kc * t) % nth:
-            raise ValueError(f"tile {self.shape}: T must be a multiple of 16 WARPS_M and 8 WARPS_N, KC of 8, "
-                             f"and KC T of the {nth} work-items")
+        self.shape = xtx_shape_checked(shape or XTX_SHAPE, mode)
+        self.wide_loads, self.diag_skip = bool(wide_loads), bool(diag_skip)
+        if flush_rows < 1:
+            raise ValueError("flush_rows must be at least 1")
+        self.flush = -(-int(flush_rows) // self.shape["KC"]) * self.shape["KC"]
+        self.nth = WARP * self.shape["WARPS_M"] * self.shape["WARPS_N"]
         device = queue.device
-        launch.check(device, nth, 2 * 4 * kc * (t + 8) + (4 * nth // WARP * 192 if emulate else 0))
-        self.kernel = _build(ctx, device, "tensor/xtx_tf32.cl", "xtx_tf32", {**self.shape, "MODE": MODES[mode]},
-                             emulate)
-        launch.check(device, nth, kern=self.kernel)
-        self.nth = nth
+        _require(device, emulate)
+        launch.check(device, self.nth, self.local_bytes())
+        self._kernels = {}
+        self._kernel(4 if self.wide_loads else 1)
+
+    def local_bytes(self):
+        """Local memory of one work-group: the two stages of both panels (and the emulated warps' scratch)."""
+        scratch = 4 * self.nth // WARP * 192 if self.emulate else 0
+        return xtx_local_bytes(self.shape, self.mode) + scratch
+
+    def loads(self, n, ldx=None):
+        """Floats per load from global memory for an m x n X of stride ldx: 4 or 1."""
+        ldx = n if ldx is None else ldx
+        return 4 if self.wide_loads and n % 4 == 0 and ldx % 4 == 0 else 1
+
+    def _kernel(self, gv):
+        if gv not in self._kernels:
+            defines = {**self.shape, "MODE": MODES[self.mode], "GV": gv, "DIAG_SKIP": int(self.diag_skip),
+                       "FLUSH": self.flush}
+            kern = _build(self.ctx, self.queue.device, "tensor/xtx_tf32.cl", "xtx_tf32", defines, self.emulate)
+            launch.check(self.queue.device, self.nth, kern=kern)
+            self._kernels[gv] = kern
+        return self._kernels[gv]
+
+    @property
+    def kernel(self):
+        """The kernel for n and strides that are multiples of 4 (chapter 6's sizes): the one timed."""
+        return self._kernel(4 if self.wide_loads else 1)
 
     def tiles(self, n):
         side = -(-n // self.shape["T"])
@@ -231,8 +276,9 @@ class XtX:
         if ldx < n or lds < n:
             raise ValueError("strides must be at least n")
         i32 = np.int32
-        return self.kernel(self.queue, (self.tiles(n) * self.nth,), (self.nth,), x, i32(m), i32(n), i32(ldx),
-                           s, i32(lds), wait_for=wait_for)
+        kern = self._kernel(self.loads(n, ldx))
+        return kern(self.queue, (self.tiles(n) * self.nth,), (self.nth,), x, i32(m), i32(n), i32(ldx),
+                    s, i32(lds), wait_for=wait_for)
 
     def product(self, x):
         """S = XᵀX (float32; lower triangle, zeros above) of a host matrix."""
@@ -250,6 +296,35 @@ class XtX:
         s = np.empty((n, n), np.float32)
         cl.enqueue_copy(self.queue, s, sb)
         return s
+
+
+def xtx_local_bytes(shape, mode):
+    """Local memory of xtx_tf32 in `mode`: 2 stages x 2 panels x KC rows of T + pad
+    floats, two parts (hi, lo) each in 3xTF32 (pad 4), one otherwise (pad 8)."""
+    parts, pad = (2, 4) if MODES[mode] == 2 else (1, 8)
+    return 2 * 2 * shape["KC"] * (shape["T"] + pad) * parts * 4
+
+
+def xtx_shape_checked(shape, mode="3xtf32"):
+    """The shape as a dict of ints, or ValueError saying which rule it breaks."""
+    keys = ("T", "WARPS_M", "WARPS_N", "KC")
+    if set(shape) != set(keys):
+        raise ValueError(f"tile {shape}: give exactly {', '.join(keys)}")
+    if not all(isinstance(shape[k], (int, np.integer)) and shape[k] >= 1 for k in keys):
+        raise ValueError(f"tile {shape}: T, WARPS_M, WARPS_N and KC must be positive integers")
+    t, wm, wn, kc = (int(shape[k]) for k in keys)
+    nth = WARP * wm * wn
+    if t % (16 * wm) or t % (8 * wn) or kc % 8 or (kc * t) % (4 * nth):
+        raise ValueError(f"tile {shape}: T must be a multiple of 16 WARPS_M and 8 WARPS_N, KC of 8, "
+                         f"and KC T of 4 x the {nth} work-items (whole 16-byte loads each)")
+    shape = dict(zip(keys, (t, wm, wn, kc)))
+    need = xtx_local_bytes(shape, mode)
+    if need > XTX_LOCAL_LIMIT:
+        parts = "(hi, lo) pairs" if MODES[mode] == 2 else "floats"
+        raise ValueError(f"tile {shape} in {mode} needs {need:,} bytes of local memory (2 stages x 2 panels x "
+                         f"{kc} rows x T + pad {parts}), over the {XTX_LOCAL_LIMIT:,} that NVIDIA's OpenCL "
+                         "gives a work-group: lower KC or T")
+    return shape
 
 
 def lower_error(s, ref):

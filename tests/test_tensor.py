@@ -5,12 +5,15 @@ device through the emulated warp product. The PTX itself is checked on the
 NVIDIA host by tools/check_tensor.py."""
 import numpy as np
 import pytest
+import pyopencl as cl
 
 import gpubook as gb
 from gpubook import tensor
 from gpubook.chapters import covariance as cv
 
 TINY = {"T": 16, "WARPS_M": 1, "WARPS_N": 1, "KC": 8}
+# four warps, two mma steps per chunk, and fragments above the diagonal to skip
+SMALL = {"T": 32, "WARPS_M": 2, "WARPS_N": 2, "KC": 16}
 
 
 @pytest.fixture(scope="module")
@@ -88,12 +91,70 @@ def test_xtx_emulated_on_odd_sizes(cl_env, m, n):
     _, ctx, queue = cl_env
     x = np.random.default_rng(m).standard_normal((m, n)).astype(np.float32)
     ref = x.astype(np.float64).T @ x.astype(np.float64)
-    for mode in ("tf32-raw", "3xtf32"):
+    for mode in tensor.MODES:
         s = tensor.XtX(ctx, queue, mode, shape=TINY, emulate=True).product(x)
         assert not np.any(np.triu(s, 1))
         # the kernel adds in float32 what the model adds exactly
         assert tensor.lower_error(s, tensor.xtx_model(x, mode)) < 1e-5
     assert tensor.lower_error(s, ref) < 1e-5  # 3xtf32 keeps float32's accuracy
+
+
+def _padded(ctx, x, ldx):
+    """X in a buffer of stride ldx, with NaN in its columns past n and in 16 rows past m:
+    a row read past m would show in every entry of S."""
+    m, n = x.shape
+    host = np.full((m + 16, ldx), np.nan, np.float32)
+    host[:m, :n] = x
+    return cl.Buffer(ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=host)
+
+
+def _run(prod, xb, m, n, ldx):
+    queue = prod.queue
+    sb = cl.Buffer(prod.ctx, cl.mem_flags.READ_WRITE, 4 * n * n)
+    cl.enqueue_fill_buffer(queue, sb, np.float32(0), 0, 4 * n * n)
+    prod.enqueue(xb, m, n, sb, ldx=ldx).wait()
+    s = np.empty((n, n), np.float32)
+    cl.enqueue_copy(queue, s, sb)
+    return s
+
+
+def test_xtx_wide_loads_sum_what_the_checked_loads_sum(cl_env):
+    """16-byte loads (n and the stride multiples of 4) and one float per load give the same
+    sums, bit for bit (every shape adds the rows k in the same order), with m not a multiple
+    of KC, n not one of T, and NaN around X in its buffer; SMALL's diagonal tiles have fragments to
+    skip (poisoned when emulated: none may reach S)."""
+    _, ctx, queue = cl_env
+    m, n, ldx = 45, 36, 40
+    x = np.random.default_rng(1).standard_normal((m, n)).astype(np.float32)
+    wide = tensor.XtX(ctx, queue, "3xtf32", shape=SMALL, emulate=True)
+    checked = tensor.XtX(ctx, queue, "3xtf32", shape=TINY, emulate=True, wide_loads=False)
+    assert (wide.loads(n, ldx), wide.loads(n, 38), wide.loads(34, 40), checked.loads(n, ldx)) == (4, 1, 1, 1)
+    xb = _padded(ctx, x, ldx)
+    s_wide, s_checked = _run(wide, xb, m, n, ldx), _run(checked, xb, m, n, ldx)
+    assert np.all(np.isfinite(s_wide)) and np.all(np.isfinite(s_checked))
+    assert np.array_equal(s_wide, s_checked)
+    assert not np.any(np.triu(s_wide, 1))
+    assert tensor.lower_error(s_wide, tensor.xtx_model(x, "3xtf32")) < 1e-5
+
+
+def test_xtx_without_the_diagonal_skip_sums_the_same(cl_env):
+    _, ctx, queue = cl_env
+    x = np.random.default_rng(2).standard_normal((19, 64)).astype(np.float32)
+    kept = tensor.XtX(ctx, queue, "tf32-raw", shape=SMALL, emulate=True, diag_skip=False).product(x)
+    tiny = tensor.XtX(ctx, queue, "tf32-raw", shape=TINY, emulate=True).product(x)  # no fragment to skip
+    assert np.array_equal(kept, tiny)
+    assert tensor.lower_error(kept, tensor.xtx_model(x, "tf32-raw")) < 1e-5
+
+
+def test_xtx_shapes_are_valid_and_within_local_memory():
+    assert 3 <= len(tensor.XTX_SHAPES) <= 5 and tensor.XTX_SHAPE == tensor.XTX_SHAPES[0]
+    for shape in tensor.XTX_SHAPES:
+        for mode in tensor.MODES:
+            assert tensor.xtx_shape_checked(shape, mode) == shape
+            assert tensor.xtx_local_bytes(shape, mode) <= 48 * 1024
+    # the header's arithmetic: T = 128, KC = 8, (hi, lo) pairs of T + 4 floats
+    assert tensor.xtx_local_bytes(tensor.XTX_SHAPE, "3xtf32") == 2 * 2 * 8 * 132 * 2 * 4 == 33_792
+    assert tensor.xtx_local_bytes(tensor.XTX_SHAPE, "tf32") == 2 * 2 * 8 * 136 * 4
 
 
 def test_bad_input_is_refused(cl_env):
@@ -102,7 +163,29 @@ def test_bad_input_is_refused(cl_env):
         tensor.XtX(ctx, queue, "fp8", emulate=True)
     with pytest.raises(ValueError, match="T must be a multiple"):
         tensor.XtX(ctx, queue, "tf32", shape={"T": 24, "WARPS_M": 1, "WARPS_N": 1, "KC": 8}, emulate=True)
+    with pytest.raises(ValueError, match="whole 16-byte loads"):
+        tensor.XtX(ctx, queue, "tf32", shape={"T": 16, "WARPS_M": 1, "WARPS_N": 2, "KC": 8}, emulate=True)
+    big = {"T": 128, "WARPS_M": 2, "WARPS_N": 2, "KC": 16}
+    with pytest.raises(ValueError, match="67,584 bytes of local memory"):
+        tensor.XtX(ctx, queue, "3xtf32", shape=big, emulate=True)
+    assert tensor.xtx_shape_checked(big, "tf32") == big  # one part per float: half of it
+    with pytest.raises(ValueError, match="give exactly"):
+        tensor.XtX(ctx, queue, "tf32", shape={"T": 16, "WARPS_M": 1, "WARPS_N": 1}, emulate=True)
+    with pytest.raises(ValueError, match="positive integers"):
+        tensor.XtX(ctx, queue, "tf32", shape={**TINY, "KC": 8.0}, emulate=True)
     with pytest.raises(ValueError, match="NaN or infinite"):
         tensor.XtX(ctx, queue, "tf32", shape=TINY, emulate=True).product(np.full((4, 4), np.inf))
     with pytest.raises(ValueError, match="unknown kind"):
         tensor.mma_check(ctx, queue, "bf16", emulate=True)
+
+
+def test_flushing_the_sums_every_few_rows_changes_only_rounding(cl_env):
+    """XtX with flush_rows: the warps' sums go into S every so many rows (stored, then added)."""
+    _, ctx, queue = cl_env
+    x = np.random.default_rng(11).standard_normal((45, 20)).astype(np.float32)
+    ref = tensor.xtx_model(x, "3xtf32")
+    for rows in (8, 16, 40, 45, 1000):
+        s = tensor.XtX(ctx, queue, "3xtf32", SMALL, emulate=True, flush_rows=rows).product(x)
+        assert tensor.lower_error(s, ref) < 1e-5, rows
+    with pytest.raises(ValueError, match="flush_rows"):
+        tensor.XtX(ctx, queue, "3xtf32", SMALL, emulate=True, flush_rows=0)
