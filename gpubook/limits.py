@@ -54,6 +54,21 @@ def fp64_gflops(ctx, queue, device):
     return _fma_gflops(ctx, queue, device, np.float64)
 
 
+# chapter 0's record keys of the tensor cores' roofs, by tensor.mma_peak's kind
+MMA_KEYS = {"tf32": "tf32_mma_gflops", "f64": "fp64_mma_gflops"}
+
+
+def mma_gflops(device, kind, root=None):
+    """The tensor cores' roof in GFLOP/s for `kind` ('tf32' or 'f64'): chapter 0's
+    mma loop (gpubook.tensor.mma_peak) as recorded for this device, or None where
+    chapter 0 did not record it (no record, or a device without tensor cores).
+    Never measured here: the loop runs only where gpubook.tensor.available allows."""
+    if kind not in MMA_KEYS:
+        raise ValueError(f"unknown kind {kind!r}; use one of {', '.join(MMA_KEYS)}")
+    recorded = recorded_limits(device, root)
+    return None if recorded is None else recorded.get(MMA_KEYS[kind])
+
+
 def h2d_gbs(ctx, queue, device):
     """Host-to-device copy rate in GB/s: chapter 0's recorded figure, else a quick
     measurement from page-locked host memory."""

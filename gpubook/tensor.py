@@ -22,14 +22,16 @@ WARP = 32
 MMA = "tensor/mma.cl"
 FLOPS_PER_MMA = {"tf32": 2 * 16 * 8 * 8, "f64": 2 * 8 * 8 * 4}
 MODES = {"tf32-raw": 0, "tf32": 1, "3xtf32": 2}
-# Candidate shapes of chapter 6's tensor-core XᵀX for the GPU sweep, best guess
-# first: (T, warps) tile and rows per chunk. Local memory in MODE 2 (hi, lo):
+# Candidate shapes of chapter 6's tensor-core XᵀX for the GPU sweep, the
+# fastest on the H200 first (71 ms at 131,072 x 4,096 in 3xTF32; the 64 x 64
+# warp tile of the first T = 128 shape needs 255 registers and spills):
+# (T, warps) tile and rows per chunk. Local memory in MODE 2 (hi, lo):
 # 2 stages x 2 panels x KC x (T + 4) x 8 B; work-items: 32 WARPS_M WARPS_N.
 XTX_SHAPES = [
-    {"T": 128, "WARPS_M": 2, "WARPS_N": 2, "KC": 8},   # 64 x 64 per warp, 128 work-items, 33,792 B
+    {"T": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16},   # 32 x 32 per warp, 128 work-items, 34,816 B
     {"T": 128, "WARPS_M": 2, "WARPS_N": 4, "KC": 8},   # 64 x 32 per warp, 256 work-items, 33,792 B
     {"T": 128, "WARPS_M": 4, "WARPS_N": 2, "KC": 8},   # 32 x 64 per warp, 256 work-items, 33,792 B
-    {"T": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16},   # 32 x 32 per warp, 128 work-items, 34,816 B
+    {"T": 128, "WARPS_M": 2, "WARPS_N": 2, "KC": 8},   # 64 x 64 per warp, 128 work-items, 33,792 B
 ]
 XTX_SHAPE = XTX_SHAPES[0]
 # Rows between two flushes of the warps' sums into S (XtX): each flush rounds

@@ -12,8 +12,9 @@ exact call:
   CUDA program, gpubook/vendor_cub.cu, built here with `nvcc -O3 -arch=native`
   (CuPy's own CUB bindings when there is no nvcc);
 - second lines, through PyTorch: `torch.sum` and `torch.cumsum` (CUB inside
-  PyTorch), a full float32 product (`torch.matmul`, cuBLAS GEMM), cuSOLVER's QR,
-  and a pinned host→device copy.
+  PyTorch), a full float32 product (`torch.matmul`, cuBLAS GEMM), the same
+  product with TF32 tensor cores allowed (`xtx_tf32`, beside chapter 6's
+  tensor-core step), cuSOLVER's QR, and a pinned host→device copy.
 
 Anywhere else `measure` says in one line why it measured nothing and returns
 None; `recorded` then gives the figures stored from the reference devices' runs.
@@ -69,6 +70,12 @@ FIGURES = {
     "xtx": Figure("cuBLAS XᵀX (torch.matmul), float32, no TF32", "TFLOP/s (2·m·n²)",
                   (131_072, 4_096), (8_192, 512), 10, "torch",
                   "torch.matmul(x.T, x, out=c) on float32 with allow_tf32=False (a full GEMM)"),
+    # the same GEMM on the TF32 tensor cores: cuBLAS has no TF32 SYRK that PyTorch or CuPy call
+    "xtx_tf32": Figure("cuBLAS XᵀX (torch.matmul), TF32 tensor cores", "TFLOP/s (2·m·n²)",
+                       (131_072, 4_096), (8_192, 512), 10, "torch",
+                       "torch.matmul(x.T, x, out=c) on float32 with torch.backends.cuda.matmul.allow_tf32=True: "
+                       "a full GEMM whose products cuBLAS may run on TF32 tensor cores (10-bit mantissas), "
+                       "accumulated in float32"),
     # R only (cuSOLVER's geqrf), the factor that least squares and chapter 8's
     # row updates need; forming Q too costs about a quarter more time on an H200.
     "qr": Figure("cuSOLVER QR, R only (torch.linalg.qr, mode='r'), float64", "GFLOP/s (2·m·n² − 2n³/3)",
@@ -87,7 +94,7 @@ def amount(figure, shape):
     if figure == "syrk":    # the lower triangle with its diagonal: n(n+1)/2 dot products of length m
         m, n = shape
         return m * n * (n + 1) / 1e12
-    if figure == "xtx":
+    if figure in ("xtx", "xtx_tf32"):
         m, n = shape
         return 2 * m * n * n / 1e12
     if figure == "qr":
@@ -240,7 +247,7 @@ def _workload(torch, figure, shape, dev):
             ref = torch.cumsum(x, 0, dtype=f64)
             return float(torch.max(torch.abs(y - ref) / ref))
         return (lambda: torch.cumsum(x, 0, out=y)), check
-    if figure == "xtx":
+    if figure in ("xtx", "xtx_tf32"):
         x = torch.randn(shape, device=dev, dtype=f32, generator=gen)
         c = torch.empty(shape[1], shape[1], device=dev, dtype=f32)
 
@@ -285,11 +292,11 @@ def _with_torch(device, figures, shapes, size):
         return {}, why
     dev = torch.device("cuda", index)
     tf32 = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False  # full float32 products, as OpenCL's
     found = {}
     try:
         with torch.cuda.device(index):
-            for f in figures:
+            for f in figures:  # full float32 products, as OpenCL's, but where the figure is TF32's
+                torch.backends.cuda.matmul.allow_tf32 = f.endswith("_tf32")
                 shape = tuple(shapes.get(f, getattr(FIGURES[f], size)))
                 found[f] = _measure_one(torch, f, shape, dev, FIGURES[f].repeats)
                 torch.cuda.empty_cache()

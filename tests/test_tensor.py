@@ -153,8 +153,9 @@ def test_xtx_shapes_are_valid_and_within_local_memory():
             assert tensor.xtx_shape_checked(shape, mode) == shape
             assert tensor.xtx_local_bytes(shape, mode) <= 48 * 1024
     # the header's arithmetic: T = 128, KC = 8, (hi, lo) pairs of T + 4 floats
-    assert tensor.xtx_local_bytes(tensor.XTX_SHAPE, "3xtf32") == 2 * 2 * 8 * 132 * 2 * 4 == 33_792
-    assert tensor.xtx_local_bytes(tensor.XTX_SHAPE, "tf32") == 2 * 2 * 8 * 136 * 4
+    t128 = {"T": 128, "WARPS_M": 2, "WARPS_N": 2, "KC": 8}
+    assert tensor.xtx_local_bytes(t128, "3xtf32") == 2 * 2 * 8 * 132 * 2 * 4 == 33_792
+    assert tensor.xtx_local_bytes(t128, "tf32") == 2 * 2 * 8 * 136 * 4
 
 
 def test_bad_input_is_refused(cl_env):

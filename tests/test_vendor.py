@@ -353,3 +353,25 @@ def test_the_program_calls_cub_itself_and_prints_what_is_read():
     for printed in ('"device %d %d %s\\n"', '"ms %.6f\\n"', '"rel_error %.3e\\n"', '"cub %d\\n"', '"cudart %d\\n"'):
         assert printed in source, printed
     assert source.count("cudaEventRecord(start)") == 1 and source.count("cudaEventRecord(end)") == 1
+
+
+def test_the_tf32_gemm_runs_with_tf32_allowed_and_only_it(monkeypatch, capsys, results):
+    """xtx_tf32: torch.matmul with allow_tf32 on, counted as the full GEMM it is; the others off, and the
+    caller's setting restored."""
+    torch = fake_torch()
+    monkeypatch.setattr(vendor, "_import_torch", lambda: torch)
+    used = {}
+
+    def workload(torch_, figure, shape, dev):
+        used[figure] = torch_.backends.cuda.matmul.allow_tf32
+        return (lambda: None), (lambda: 3e-4)
+
+    monkeypatch.setattr(vendor, "_workload", workload)
+    FakeEvent.times = [2.0] * 22
+    found = vendor.measure(H200, ("xtx", "xtx_tf32"), shapes={"xtx": (64, 8), "xtx_tf32": (64, 8)}, scale="small")
+    assert used == {"xtx": False, "xtx_tf32": True} and torch.backends.cuda.matmul.allow_tf32 is True
+    entry = found["xtx_tf32"]
+    assert vendor.amount("xtx_tf32", (64, 8)) == vendor.amount("xtx", (64, 8)) == 2 * 64 * 8 * 8 / 1e12
+    assert entry["rate"] == pytest.approx(2 * 64 * 8 * 8 / 1e12 / 2e-3) and entry["rel_error"] == 3e-4
+    assert "allow_tf32=True" in entry["what"] and "GEMM" in entry["what"] and "TF32" in entry["label"]
+    assert "measured xtx, xtx_tf32 on NVIDIA H200" in one_line(capsys)

@@ -13,6 +13,7 @@ from typing import Callable, Optional
 
 from .lsq import qr_flops
 from .machine import CHAPTER as MACHINE, edge, human_bytes
+from ..limits import MMA_KEYS
 from ..peaks import published_peaks
 from ..records import load_results
 
@@ -131,6 +132,13 @@ def limits(records):
     """A device's chapter-0 limits, or None when chapter 0 was not recorded there."""
     entry = records.get("00_device")
     return entry["data"]["limits"] if entry else None
+
+
+def mma_roof(records, kind):
+    """A device's tensor-core roof in GFLOP/s ('tf32' or 'f64'), chapter 0's mma
+    loop as recorded; None where chapter 0 did not measure it (not NVIDIA)."""
+    lim = limits(records)
+    return None if lim is None else lim.get(MMA_KEYS[kind])
 
 
 def name(records):
@@ -324,8 +332,19 @@ LIMIT_ROWS = [  # (quantity, how to read it from chapter 0's record and the data
 ]
 
 
+MMA_ROWS = [  # (quantity, tensor.mma_peak's kind, what it decides)
+    ("TF32 mma loop, tensor cores (GFLOP/s)", "tf32", "the roof of chapter 6's steps on tensor cores"),
+    ("FP64 mma loop, tensor cores (GFLOP/s)", "f64", "the roof of FP64 products on tensor cores (chapter 8)"),
+]
+
+
+def _measured(value):
+    return "not measured" if value is None else fmt(value)
+
+
 def limit_rows(results):
-    """What differs between the devices: chapter 0's measured limits beside the datasheet's."""
+    """What differs between the devices: chapter 0's measured limits beside the datasheet's,
+    FP64 from chapter 8, and the tensor cores' roofs where chapter 0 measured them."""
     devices = [r for r in results.values() if limits(r)]
     rows = [["quantity"] + [name(r) for r in devices] + ["what it limits"]]
     for label, read, decides in LIMIT_ROWS:
@@ -339,6 +358,8 @@ def limit_rows(results):
             fp64 = [r.get("08_lsq", {}).get("data", {}).get("fp64_gflops") for r in devices]
             rows.append(["FP64 multiply-add, measured in chapter 8 (GFLOP/s)"] + [fmt(v) for v in fp64]
                         + ["the limit of chapter 8"])
+            for label, kind, decides in MMA_ROWS:  # the tensor cores, where chapter 0 reached them
+                rows.append([label] + [_measured(mma_roof(r, kind)) for r in devices] + [decides])
     rows.append(["scale of the records"] + [r["00_device"]["scale"] for r in devices] + [""])
     return rows
 

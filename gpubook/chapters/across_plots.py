@@ -3,6 +3,10 @@ import math
 
 from .across import name, steps, with_shares
 
+# the tensor cores' roofs (chapter 0's mma loops, NVIDIA only): (roofline key, label, colour)
+MMA_ROOFS = (("TF32 mma GFLOP/s", "TF32 mma loop (tensor cores)", "tab:purple"),
+             ("FP64 mma GFLOP/s", "FP64 mma loop (tensor cores)", "tab:brown"))
+
 
 def plot_progress(results, ncols=3):
     """One panel per chapter: every step's share of each device's own limit (log scale)."""
@@ -43,7 +47,9 @@ def plot_progress(results, ncols=3):
 def plot_roofline(results):
     """One roofline per device with chapter 0's limits: the copy-bandwidth roof
     (a line of slope 1) under the FP32 and FP64 peaks, and every chapter's steps
-    at their arithmetic intensity; the vendor libraries' points as stars (doing the
+    at their arithmetic intensity; where chapter 0 measured them, the tensor cores'
+    roofs as dashed, coloured, labelled lines from where the copy roof meets them;
+    the vendor libraries' points as stars (doing the
     same job) and crosses (PyTorch's calls, second lines). The points the text
     discusses (`roofline.DISCUSSED`) carry a label; the legend holds only what is drawn."""
     import matplotlib.pyplot as plt
@@ -68,6 +74,14 @@ def plot_roofline(results):
             if peak:
                 handles[f"roof: copy bandwidth, then {label}"], = ax.plot(
                     x, np.minimum(bw * x, peak), color="black", linestyle=style, linewidth=1)
+        for key, label, colour in MMA_ROOFS:
+            peak = roofs[key]
+            if peak:  # flat from the ridge on (below it the copy roof holds), labelled left of the ridge
+                ridge = min(peak / bw, x[-1])
+                handles[f"roof: {label}"], = ax.plot([ridge, x[-1]], [peak, peak], color=colour, linestyle="--",
+                                                     linewidth=1.2)
+                _ = ax.text(ridge / 1.3, peak, f"{label}\n{peak:,.0f} GFLOP/s", color=colour, fontsize=7,
+                            ha="right", va="center")
         for p in points:
             shape, size = marker[p["vendor"]]
             h = ax.scatter(p["ai"], p["gflops"], color=colours[p["chapter"]], marker=shape, s=size,

@@ -4,10 +4,11 @@ under its device's copy-bandwidth roof and arithmetic peak, from results/ alone.
 INTENSITY says, per record file, how many flops a step does per byte of its
 compulsory traffic and how its figure becomes GFLOP/s; `roofline` places one
 device's steps (and the vendor figures for the same jobs) against its chapter-0
-limits, `discussed` picks the points the chapter's text names, and
+limits, with the tensor cores' roofs where chapter 0 measured them (its mma
+loops, NVIDIA only), `discussed` picks the points the chapter's text names, and
 `roofline_rows` lists the points near their roof.
 """
-from .across import CHAPTERS, FP64, fmt, limits, name, pct, step_figures, vendor_figure
+from .across import CHAPTERS, FP64, fmt, limits, mma_roof, name, pct, step_figures, vendor_figure
 from .lsq import qr_flops
 
 
@@ -36,29 +37,48 @@ INTENSITY = {
 }
 
 
+# A step or vendor figure whose name holds one of these runs on the tensor cores: its
+# roof is the mma loop's of its precision (where chapter 0 measured it), not the FMA chains'.
+ON_TENSOR_CORES = ("tensor", "tf32", "dmma")
+
+
+def on_tensor_cores(step):
+    """Whether a step's (or a vendor figure's) name says it runs on the tensor cores."""
+    return any(word in step.lower() for word in ON_TENSOR_CORES)
+
+
+def _peak(chapter, step, roofs):
+    """The arithmetic roof of one step: FP64 or FP32, on the FMA units or the tensor cores."""
+    fp64 = chapter.limit is FP64
+    fma = roofs["FP64 GFLOP/s" if fp64 else "FP32 GFLOP/s"]
+    mma = roofs["FP64 mma GFLOP/s" if fp64 else "TF32 mma GFLOP/s"]
+    return mma if mma is not None and on_tensor_cores(step) else fma
+
+
 def roofline(records):
-    """One device's roofline: ({roof: GFLOP/s or GB/s}, [points]); each point is
-    a dict of chapter, step, ai (flop/byte), gflops, roof (the lower of the
-    bandwidth roof at that intensity and the arithmetic peak) and vendor."""
+    """One device's roofline: ({roof: GFLOP/s or GB/s, None where not measured},
+    [points]); each point is a dict of chapter, step, ai (flop/byte), gflops,
+    roof (the lower of the bandwidth roof at that intensity and the step's
+    arithmetic peak: the tensor cores' for a step on them) and vendor."""
     lim = limits(records)
     if lim is None:
         return None, []
     fp64 = records.get("08_lsq", {}).get("data", {}).get("fp64_gflops")
-    roofs = {"copy GB/s": lim["copy_gbs"], "FP32 GFLOP/s": lim["fp32_gflops"], "FP64 GFLOP/s": fp64}
+    roofs = {"copy GB/s": lim["copy_gbs"], "FP32 GFLOP/s": lim["fp32_gflops"], "FP64 GFLOP/s": fp64,
+             "TF32 mma GFLOP/s": mma_roof(records, "tf32"), "FP64 mma GFLOP/s": mma_roof(records, "f64")}
     points = []
     for c in CHAPTERS:
         if c.file not in records or c.file not in INTENSITY:
             continue
         ai_of, gflops_of, _ = INTENSITY[c.file]
         d = records[c.file]["data"]
-        peak = fp64 if c.limit is FP64 else lim["fp32_gflops"]
         found = [(s, s, f, False) for s, f in step_figures(c, records).items()]
         for k, vendor in enumerate(c.vendors if found else ()):  # the vendor's call does the last step's job
             v = vendor_figure(c, records, vendor.figure)
             if v is not None:
                 found.append((vendor.figure, found[-1][0], v, "same job" if k == 0 else "second line"))
         for label, step, figure, vendor in found:
-            ai = ai_of(d, step)
+            ai, peak = ai_of(d, step), _peak(c, label, roofs)
             if ai is None or peak is None:
                 continue
             g = gflops_of(d, step, figure)

@@ -1,0 +1,117 @@
+"""Chapter 6's tensor-core step (gpubook.chapters.covariance_tensor): the step runs
+through the chapter's own pipeline (centring, padded S, finishing kernel) and its
+errors are the chapter's; on a CPU the warp's product is emulated. The figure of
+the split is drawn from the split's own bits."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import gpubook as gb  # noqa: E402
+from gpubook import tensor  # noqa: E402
+from gpubook.chapters import covariance as cv  # noqa: E402
+from gpubook.chapters import covariance_tensor as ct  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cl_env():
+    device, ctx, queue, _, _ = gb.open_device()
+    return device, ctx, queue
+
+
+@pytest.fixture(scope="module")
+def small():
+    d = cv.make_data(300, 40, seed=3)
+    return d.x, cv.reference(d.x)
+
+
+def test_candidate_shapes_fall_back_to_the_one_default(monkeypatch):
+    monkeypatch.delattr(tensor, "XTX_SHAPES", raising=False)
+    assert ct.candidate_shapes() == [tensor.XTX_SHAPE]
+    monkeypatch.setattr(tensor, "XTX_SHAPES", [ct.EMULATED_SHAPE, tensor.XTX_SHAPE], raising=False)
+    shapes = ct.candidate_shapes()
+    assert shapes == [ct.EMULATED_SHAPE, tensor.XTX_SHAPE] and shapes[0] is not ct.EMULATED_SHAPE
+    assert ct.label(ct.EMULATED_SHAPE) == "T 16, warps 1 x 1, KC 8, 32 work-items"
+
+
+def test_the_step_emulated_gives_the_chapters_errors(cl_env, small):
+    """Through the chapter's pipeline: 3xTF32 as accurate as step 4, truncation over the tolerance."""
+    _, ctx, queue = cl_env
+    x, ref = small
+    cov = cv.Covariance(ctx, queue, *x.shape)
+    errors, checked = ct.mode_errors(ctx, queue, cov, x, ref, emulate=True)
+    assert checked == x.shape and set(errors) == set(ct.MODES)
+    step4 = cv.error(cov.run(x), ref)
+    assert errors["3xtf32"] <= max(3 * step4, 1e-6) and errors["3xtf32"] < 1e-4
+    assert errors["tf32-raw"] > 1e-4 > errors["tf32"]          # truncation's errors add up on the diagonal
+    # the emulated C is the TF32 model's covariance of the device's centred data, summed in float32
+    c = ct.run(cov, x, tensor.XtX(ctx, queue, "tf32-raw", shape=ct.EMULATED_SHAPE, emulate=True))
+    xc = x - cov.mean_vector()
+    model = tensor.xtx_model(xc, "tf32-raw") / x.shape[0]
+    assert cv.error(c, model) < 5e-5 < cv.error(c, ref)
+
+
+def test_the_emulated_check_is_cut_to_its_largest_problem(cl_env, small, monkeypatch):
+    _, ctx, queue = cl_env
+    x, ref = small
+    monkeypatch.setattr(ct, "EMULATED_MAX", (200, 24))
+    errors, checked = ct.mode_errors(ctx, queue, None, x, ref, emulate=True)
+    assert checked == (200, 24)
+    assert errors["3xtf32"] < 1e-5 < 1e-4 < errors["tf32-raw"]   # against the cut data's own reference
+
+
+def test_shapes_that_cannot_run_are_listed_with_the_reason(cl_env):
+    _, ctx, queue = cl_env
+    bad = {"T": 24, "WARPS_M": 1, "WARPS_N": 1, "KC": 8}
+    built, skipped = ct.products(ctx, queue, [ct.EMULATED_SHAPE, bad], emulate=True)
+    assert [s for s, _ in built] == [ct.EMULATED_SHAPE] and isinstance(built[0][1], tensor.XtX)
+    assert skipped[0][0] == bad and "T must be a multiple" in skipped[0][1] and "\n" not in skipped[0][1]
+
+
+def test_products_without_tensor_cores_say_why(cl_env):
+    device, ctx, queue = cl_env
+    if tensor.available(device)[0]:
+        pytest.skip("tensor cores here: tools/check_tensor.py checks them")
+    built, skipped = ct.products(ctx, queue, [tensor.XTX_SHAPE])
+    assert built == [] and skipped[0][1] == tensor.available(device)[1]
+
+
+def _value(bits, lead):
+    return sum(2.0 ** (lead - k) for k, b in enumerate(bits) if b == 1)
+
+
+@pytest.mark.parametrize("x", [np.e, np.pi, -0.1, 1000.7, 3e-30, 1.0 - 2**-24])
+def test_the_bit_rows_hold_the_split(x):
+    rows = {name: (bits, value) for name, bits, value in ct.split_rows(np.float32(x))}
+    lead = int(np.frexp(abs(float(np.float32(x))))[1]) - 1
+    bits, value = rows["x, float32"]
+    assert value == float(np.float32(x)) and _value(bits, lead) == abs(value) and (bits >= 0).all()
+    raw, raw_value = rows["TF32 truncated"]
+    assert (raw[:11] == bits[:11]).all() and (raw[11:] == -1).all() and _value(raw, lead) == abs(raw_value)
+    for name in ("hi = tf32(x)", "lo = tf32(x − hi)"):
+        part, v = rows[name]
+        assert (part >= 0).sum() <= 11
+        if abs(v) < 2.0 ** (lead + 1) and v != 0:                  # hi rounded past x's leading bit is cut
+            assert _value(part, lead) == pytest.approx(abs(v), rel=2**-12)
+    hi, lo = rows["hi = tf32(x)"][1], rows["lo = tf32(x − hi)"][1]
+    assert abs(hi + lo - float(np.float32(x))) <= 2.0 ** (lead - 21)
+
+
+def test_the_dropped_product_is_below_float32s_rounding():
+    sizes = ct.product_sizes(n=4000)
+    assert sizes["hi·hi"] == pytest.approx(1.0, rel=1e-3)
+    assert 2**-24 < sizes["hi·lo"] < 2**-11 and 2**-24 < sizes["lo·hi"] < 2**-11
+    assert sizes["lo·lo"] < 2**-24
+
+
+def test_the_split_figure_draws_on_white():
+    fig = ct.draw_split()
+    try:
+        assert matplotlib.colors.to_rgba(fig.get_facecolor()) == (1.0, 1.0, 1.0, 1.0)
+        left, right = fig.axes[:2]
+        assert len(left.patches) == 24 + 3 * 11 and len(right.patches) == 4
+        assert "log2" in right.get_ylabel() and "bit position" in left.get_xlabel()
+    finally:
+        plt.close(fig)
