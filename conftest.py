@@ -26,3 +26,15 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if pathlib.Path(str(item.fspath)) in needing:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="module")
+def fp64_env():
+    """(device, context, queue) of the chosen OpenCL device; the module's tests
+    are skipped where it has no double precision."""
+    import gpubook as gb
+
+    device, ctx, queue, _, _ = gb.open_device()
+    if not gb.has_fp64(device):
+        pytest.skip("this OpenCL device has no fp64")
+    return device, ctx, queue

@@ -8,19 +8,10 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
-import gpubook as gb
 from gpubook.chapters import cholqr, lsq, tsqr
 
 SMALL = {"TM": 16, "TN": 16, "WM": 2, "WN": 2, "K": 4, "STAGES": 2}
 WIDE = {"TM": 32, "TN": 16, "WM": 4, "WN": 2, "K": 4, "STAGES": 2}
-
-
-@pytest.fixture(scope="module")
-def cl_env():
-    device, ctx, queue, _, _ = gb.open_device()
-    if not gb.has_fp64(device):
-        pytest.skip("this OpenCL device has no fp64")
-    return device, ctx, queue
 
 
 def spd(k, seed, cond=1e3):
@@ -55,8 +46,8 @@ def device_cholesky(ctx, queue, g, block, inverse=True):
 
 
 @pytest.mark.parametrize("k, block", [(45, 16), (32, 16), (7, 16), (1, 8), (70, 32)])
-def test_blocked_cholesky_and_inverse_match_numpy(cl_env, k, block):
-    _, ctx, queue = cl_env
+def test_blocked_cholesky_and_inverse_match_numpy(fp64_env, k, block):
+    _, ctx, queue = fp64_env
     g = spd(k, seed=k)
     ok, diag, out, inv, chol = device_cholesky(ctx, queue, g, block)
     assert ok and chol.CB == min(block, 1 << (k.bit_length() - 1))
@@ -69,8 +60,8 @@ def test_blocked_cholesky_and_inverse_match_numpy(cl_env, k, block):
     assert np.max(np.abs(inv @ ref - np.eye(k))) <= 1e-9
 
 
-def test_cholesky_flags_a_matrix_that_is_not_positive_definite(cl_env):
-    _, ctx, queue = cl_env
+def test_cholesky_flags_a_matrix_that_is_not_positive_definite(fp64_env):
+    _, ctx, queue = fp64_env
     g = spd(40, seed=3)
     g[30, 30] = -1.0                                             # a pivot past the first block goes negative
     ok, _, _, _, _ = device_cholesky(ctx, queue, g, 16, inverse=False)
@@ -78,8 +69,8 @@ def test_cholesky_flags_a_matrix_that_is_not_positive_definite(cl_env):
 
 
 @pytest.fixture(scope="module")
-def cq(cl_env):
-    _, ctx, queue = cl_env
+def cq(fp64_env):
+    _, ctx, queue = fp64_env
     return cholqr.CholeskyQR2(ctx, queue, 13, gram_shape=SMALL, product_shape=WIDE, block=8, band=16,
                               tsqr_options={"block_rows": 64})
 
@@ -101,9 +92,9 @@ def test_cholesky_qr2_on_well_conditioned_matrices(cq, m, cond):
     assert_r_matches(r, a)
 
 
-def test_cholesky_qr2_on_many_columns_and_bands(cl_env):
+def test_cholesky_qr2_on_many_columns_and_bands(fp64_env):
     """More columns than a block, a band and a tile: every edge of the loops."""
-    _, ctx, queue = cl_env
+    _, ctx, queue = fp64_env
     a = conditioned(301, 70, 1e3, seed=9)
     big = cholqr.CholeskyQR2(ctx, queue, 70, gram_shape=SMALL, product_shape=WIDE, block=16, band=32)
     assert_r_matches(big.r_factor(a), a)
@@ -128,9 +119,9 @@ def test_rank_deficient_columns_fall_back_to_tsqr(cq):
     assert np.all(np.isfinite(r)) and tsqr.gram_error(r, a) < 1e-12
 
 
-def test_cholesky_qr2_falls_back_above_its_limit(cl_env):
+def test_cholesky_qr2_falls_back_above_its_limit(fp64_env):
     """A matrix whose Cholesky factor exists but whose diagonal ratio passes the limit."""
-    _, ctx, queue = cl_env
+    _, ctx, queue = fp64_env
     strict = cholqr.CholeskyQR2(ctx, queue, 13, limit=1e3, gram_shape=SMALL, product_shape=WIDE, block=8,
                                 tsqr_options={"block_rows": 64})
     a = conditioned(1003, 13, 1e6, seed=6)

@@ -8,20 +8,11 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
-import gpubook as gb
 from gpubook import dmma
 from gpubook.chapters import cholqr, tsqr
 
 SMALL = {"TM": 16, "TN": 16, "WARPS_M": 2, "WARPS_N": 1, "KC": 4}
 EMULATE = True
-
-
-@pytest.fixture(scope="module")
-def cl_env():
-    device, ctx, queue, _, _ = gb.open_device()
-    if not gb.has_fp64(device):
-        pytest.skip("this OpenCL device has no fp64")
-    return device, ctx, queue
 
 
 def run(ctx, queue, a, b, c0, **kw):
@@ -35,8 +26,8 @@ def run(ctx, queue, a, b, c0, **kw):
 
 
 @pytest.mark.parametrize("m, n, rows, chunk", [(37, 21, 29, None), (16, 16, 8, None), (5, 40, 53, 12), (1, 1, 1, None)])
-def test_product_matches_numpy(cl_env, m, n, rows, chunk):
-    _, ctx, queue = cl_env
+def test_product_matches_numpy(fp64_env, m, n, rows, chunk):
+    _, ctx, queue = fp64_env
     rng = np.random.default_rng(m * n + rows)
     lda, ldb, ldc = m + 3, n + 2, n + 1
     a = rng.standard_normal((rows + 2) * lda)
@@ -55,8 +46,8 @@ def test_product_matches_numpy(cl_env, m, n, rows, chunk):
     assert np.max(np.abs(out - expect)) <= 1e-13 * max(1.0, np.max(np.abs(expect)))
 
 
-def test_triangle_writes_only_tiles_on_and_below_the_diagonal(cl_env):
-    _, ctx, queue = cl_env
+def test_triangle_writes_only_tiles_on_and_below_the_diagonal(fp64_env):
+    _, ctx, queue = fp64_env
     rng = np.random.default_rng(1)
     x = rng.standard_normal((23, 35))
     c0 = np.full(35 * 35, 7.0)
@@ -68,16 +59,16 @@ def test_triangle_writes_only_tiles_on_and_below_the_diagonal(cl_env):
     assert out[0, 16] == 7.0 and out[0, 34] == 7.0          # tiles above the diagonal untouched
 
 
-def test_bad_shapes_are_refused(cl_env):
-    _, ctx, queue = cl_env
+def test_bad_shapes_are_refused(fp64_env):
+    _, ctx, queue = fp64_env
     with pytest.raises(ValueError, match="multiple of 8 WARPS_M"):
         dmma.get_kernel(ctx, queue.device, {**SMALL, "TM": 12}, emulate=True)
     with pytest.raises(ValueError, match="square tiles"):
         dmma.get_kernel(ctx, queue.device, {**SMALL, "TM": 32}, triangle=True, emulate=True)
 
 
-def test_not_nvidia_says_why(cl_env):
-    device, ctx, queue = cl_env
+def test_not_nvidia_says_why(fp64_env):
+    device, ctx, queue = fp64_env
     from gpubook import tensor
     if tensor.available(device)[0]:
         pytest.skip("this device has the tensor cores")
@@ -85,8 +76,8 @@ def test_not_nvidia_says_why(cl_env):
         dmma.get_kernel(ctx, device, SMALL)
 
 
-def test_cholesky_qr2_with_its_products_on_the_tensor_core_kernel(cl_env):
-    _, ctx, queue = cl_env
+def test_cholesky_qr2_with_its_products_on_the_tensor_core_kernel(fp64_env):
+    _, ctx, queue = fp64_env
     rng = np.random.default_rng(5)
     a = rng.standard_normal((203, 21))
     cq = cholqr.CholeskyQR2(ctx, queue, 21, block=8, band=16, mma=True, emulate=EMULATE,

@@ -10,14 +10,6 @@ import gpubook as gb
 from gpubook.chapters import lsq
 
 
-@pytest.fixture(scope="module")
-def cl_env():
-    device, ctx, queue, _, _ = gb.open_device()
-    if not gb.has_fp64(device):
-        pytest.skip("this OpenCL device has no fp64")
-    return device, ctx, queue
-
-
 def test_packing():
     n = 6
     assert lsq.packed_size(n) == 15
@@ -39,8 +31,8 @@ def test_reference_factorises_and_gives_nested_rss():
 
 @pytest.mark.parametrize("step", lsq.STEPS)
 @pytest.mark.parametrize("weighted", [False, True])
-def test_device_includ_matches_the_reference(cl_env, step, weighted):
-    _, ctx, queue = cl_env
+def test_device_includ_matches_the_reference(fp64_env, step, weighted):
+    _, ctx, queue = fp64_env
     x, y = lsq.make_problem(150, 37, seed=3)
     w = np.random.default_rng(4).uniform(0.1, 5, 150) if weighted else None
     ref = lsq.includ_reference(x, y, w)
@@ -52,8 +44,8 @@ def test_device_includ_matches_the_reference(cl_env, step, weighted):
 
 
 @pytest.mark.parametrize("step", lsq.STEPS)
-def test_zero_rows_zero_weights_and_rows_in_pieces(cl_env, step):
-    _, ctx, queue = cl_env
+def test_zero_rows_zero_weights_and_rows_in_pieces(fp64_env, step):
+    _, ctx, queue = fp64_env
     x, y = lsq.make_problem(90, 20, seed=5)
     x[3] = 0.0
     x[8, 4:9] = 0.0
@@ -67,8 +59,8 @@ def test_zero_rows_zero_weights_and_rows_in_pieces(cl_env, step):
     assert np.allclose(got.d, ref.d, rtol=1e-12) and got.sserr == pytest.approx(ref.sserr, rel=1e-10)
 
 
-def test_collinear_columns_still_factorise(cl_env):
-    _, ctx, queue = cl_env
+def test_collinear_columns_still_factorise(fp64_env):
+    _, ctx, queue = fp64_env
     x, y = lsq.make_problem(120, 15, seed=6)
     x[:, 7] = 2.0 * x[:, 6]
     got = lsq.Includ(ctx, queue, 15, "2_row_group").run(x, y)
@@ -76,16 +68,16 @@ def test_collinear_columns_still_factorise(cl_env):
     assert got.d[7] < 1e-20 * got.d[6]      # the dependent column leaves (almost) nothing on the diagonal
 
 
-def test_fewer_rows_than_columns(cl_env):
-    _, ctx, queue = cl_env
+def test_fewer_rows_than_columns(fp64_env):
+    _, ctx, queue = fp64_env
     x, y = lsq.make_problem(8, 12, seed=7)
     got = lsq.Includ(ctx, queue, 12, "2_row_group").run(x, y)
     assert lsq.factor_error(got, x) < 1e-12
     assert np.count_nonzero(got.d > 1e-12) == 8
 
 
-def test_refusals(cl_env):
-    device, ctx, queue = cl_env
+def test_refusals(fp64_env):
+    device, ctx, queue = fp64_env
     with pytest.raises(ValueError, match="local memory"):
         lsq.Includ(ctx, queue, device.local_mem_size // 8 + 1, "2_row_group")
     with pytest.raises(ValueError, match="unknown step"):
@@ -116,8 +108,8 @@ def test_unrank_enumerates_every_subset_once():
 
 
 @pytest.mark.parametrize("k", [1, 3, 5])
-def test_subset_search_matches_numpy_and_lstsq(cl_env, k):
-    _, ctx, queue = cl_env
+def test_subset_search_matches_numpy_and_lstsq(fp64_env, k):
+    _, ctx, queue = fp64_env
     x, y = lsq.make_problem(400, 13, seed=9)
     perm = np.random.default_rng(k).permutation(12) + 1          # hide the useful candidates
     x = x[:, np.concatenate([[0], perm])]
@@ -135,8 +127,8 @@ def test_subset_search_matches_numpy_and_lstsq(cl_env, k):
     assert best == pytest.approx(lsq.rss_lstsq(x[:, [0] + [c + 1 for c in sub]], y), rel=1e-8)
 
 
-def test_collinear_subsets_are_infinite_and_bad_k_refused(cl_env):
-    _, ctx, queue = cl_env
+def test_collinear_subsets_are_infinite_and_bad_k_refused(fp64_env):
+    _, ctx, queue = fp64_env
     x, y = lsq.make_problem(100, 5, seed=10)
     x[:, 2] = x[:, 1]
     xtx, xty, yty = x.T @ x, x.T @ y, y @ y
@@ -163,14 +155,14 @@ def check_weighted_in_blocks(qr):
 
 
 @pytest.mark.parametrize("nb", [8, 16, 32])
-def test_blocked_householder_matches_the_reference(cl_env, nb):
+def test_blocked_householder_matches_the_reference(fp64_env, nb):
     """Step 3 in several blocks of rows, weighted, with n not a multiple of the panel width."""
-    _, ctx, queue = cl_env
+    _, ctx, queue = fp64_env
     check_weighted_in_blocks(lsq.BlockedQR(ctx, queue, 37, nb=nb, block_rows=100))
 
 
-def test_blocked_continues_a_factorisation_and_timing_helpers(cl_env):
-    _, ctx, queue = cl_env
+def test_blocked_continues_a_factorisation_and_timing_helpers(fp64_env):
+    _, ctx, queue = fp64_env
     x, y = lsq.make_problem(160, 24, seed=23)
     first = lsq.includ_reference(x[:70], y[:70])
     got = lsq.BlockedQR(ctx, queue, 24, nb=8).load(first).add(x[70:], y[70:]).factor()
@@ -186,16 +178,16 @@ SMALL_TILE = {"TM": 32, "TN": 32, "WM": 4, "WN": 4, "K": 8, "STAGES": 2}
 
 
 @pytest.mark.parametrize("nb,outer,rpi", [(8, 16, 1), (4, 32, 2), (8, 64, 1)])
-def test_tiled_householder_matches_the_reference(cl_env, nb, outer, rpi):
+def test_tiled_householder_matches_the_reference(fp64_env, nb, outer, rpi):
     """Step 5 in several blocks of rows, weighted; n is no multiple of either panel,
     and the last outer panel is narrower than the others (or the only one)."""
-    _, ctx, queue = cl_env
+    _, ctx, queue = fp64_env
     check_weighted_in_blocks(lsq.TiledQR(ctx, queue, 37, nb=nb, outer=outer, block_rows=100, shape=SMALL_TILE,
                                          chunk=32, rows_per_item=rpi))
 
 
-def test_tiled_equals_blocked_and_times_its_products(cl_env):
-    _, ctx, queue = cl_env
+def test_tiled_equals_blocked_and_times_its_products(fp64_env):
+    _, ctx, queue = fp64_env
     x, y = lsq.make_problem(150, 30, seed=24)
     blocked = lsq.BlockedQR(ctx, queue, 30, nb=8).add(x, y)
     t, by_kernel, tiled = lsq.time_blocked(ctx, queue, x, y, 8, repeats=2,
@@ -207,8 +199,8 @@ def test_tiled_equals_blocked_and_times_its_products(cl_env):
     assert np.allclose(rt, rb, rtol=1e-10, atol=1e-10 * np.abs(rb).max()) and np.allclose(zt, zb, rtol=1e-10)
 
 
-def test_tiled_refusals(cl_env):
-    _, ctx, queue = cl_env
+def test_tiled_refusals(fp64_env):
+    _, ctx, queue = fp64_env
     with pytest.raises(ValueError, match="multiple of the inner"):
         lsq.TiledQR(ctx, queue, 20, nb=8, outer=12)
     with pytest.raises(ValueError, match="multiple of the tile's K"):
@@ -220,8 +212,8 @@ def test_tiled_refusals(cl_env):
 
 
 @pytest.mark.parametrize("which", ["1_sequential", "2_row_group", "3_blocked"])
-def test_sing_marks_collinear_columns_and_keeps_the_fit(cl_env, which):
-    _, ctx, queue = cl_env
+def test_sing_marks_collinear_columns_and_keeps_the_fit(fp64_env, which):
+    _, ctx, queue = fp64_env
     x, y = lsq.make_problem(120, 15, seed=6)
     x[:, 7] = 2.0 * x[:, 6] - x[:, 2]
     if which == "3_blocked":
@@ -236,16 +228,16 @@ def test_sing_marks_collinear_columns_and_keeps_the_fit(cl_env, which):
         assert rss[k] == pytest.approx(lsq.rss_lstsq(x[:, :k], y), rel=1e-9)
 
 
-def test_sing_with_fewer_rows_than_columns(cl_env):
-    _, ctx, queue = cl_env
+def test_sing_with_fewer_rows_than_columns(fp64_env):
+    _, ctx, queue = fp64_env
     x, y = lsq.make_problem(12, 20, seed=7)
     f = lsq.BlockedQR(ctx, queue, 20, nb=8).add(x, y).factor()
     assert lsq.sing(f) == list(range(12, 20))
     assert lsq.factor_error(f, x) < 1e-12 and np.allclose(f.rss_nested()[12:], 0.0, atol=1e-9)
 
 
-def test_blocked_refusals(cl_env):
-    _, ctx, queue = cl_env
+def test_blocked_refusals(fp64_env):
+    _, ctx, queue = fp64_env
     qr = lsq.BlockedQR(ctx, queue, 6, block_rows=4)
     with pytest.raises(ValueError, match="NaN"):
         qr.add(np.full((2, 6), np.inf), np.zeros(2))
@@ -255,16 +247,16 @@ def test_blocked_refusals(cl_env):
         qr.upload(np.zeros((5, 7)))
 
 
-def test_fp64_throughput_is_measured_or_refused(cl_env):
-    device, ctx, queue = cl_env
+def test_fp64_throughput_is_measured_or_refused(fp64_env):
+    device, ctx, queue = fp64_env
     assert gb.fp64_gflops(ctx, queue, device) > 0
     no_fp64 = SimpleNamespace(name="Toy", double_fp_config=0, extensions="")
     with pytest.raises(ValueError, match="no fp64"):
         gb.fp64_gflops(ctx, queue, no_fp64)
 
 
-def test_resource_rows_name_every_kernel_at_the_size_it_runs(cl_env):
-    device, ctx, queue = cl_env
+def test_resource_rows_name_every_kernel_at_the_size_it_runs(fp64_env):
+    device, ctx, queue = fp64_env
     qr = lsq.BlockedQR(ctx, queue, 40, nb=8, block_rows=300)
     shapes = qr.launch_shapes()
     assert shapes["house_step"] == ((3 * qr.WGS,), (qr.WGS,))  # 300 rows in work-groups of WGS (128 or less)

@@ -5,16 +5,7 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
-import gpubook as gb
 from gpubook.chapters import lsq, tsqr
-
-@pytest.fixture(scope="module")
-def cl_env():
-    device, ctx, queue, _, _ = gb.open_device()
-    if not gb.has_fp64(device):
-        pytest.skip("this OpenCL device has no fp64")
-    return device, ctx, queue
-
 
 def assert_r_matches(r, a):
     """R'R = A'A to 1e-12 of its largest entry, |R| = |numpy's R| (rows may differ in sign)."""
@@ -34,8 +25,8 @@ def assert_r_matches(r, a):
     (5, 13, 64, None),       # fewer rows than columns
     (1, 7, None, False),
 ])
-def test_tsqr_matches_numpy(cl_env, m, cols, block_rows, in_local):
-    _, ctx, queue = cl_env
+def test_tsqr_matches_numpy(fp64_env, m, cols, block_rows, in_local):
+    _, ctx, queue = fp64_env
     a = np.random.default_rng(m + cols).standard_normal((m, cols))
     qr = tsqr.TSQR(ctx, queue, cols, block_rows=block_rows, in_local=in_local)
     if in_local is False:
@@ -44,8 +35,8 @@ def test_tsqr_matches_numpy(cl_env, m, cols, block_rows, in_local):
     assert_r_matches(qr.r_factor(a), a)
 
 
-def test_repeated_columns_give_zero_diagonal_not_nan(cl_env):
-    _, ctx, queue = cl_env
+def test_repeated_columns_give_zero_diagonal_not_nan(fp64_env):
+    _, ctx, queue = fp64_env
     rng = np.random.default_rng(3)
     a = rng.standard_normal((500, 13))
     a[:, 4] = a[:, 1]                    # a repeat
@@ -60,8 +51,8 @@ def test_repeated_columns_give_zero_diagonal_not_nan(cl_env):
     assert tsqr.gram_error(r, a) < 1e-12
 
 
-def test_least_squares_with_the_response_as_a_column(cl_env):
-    _, ctx, queue = cl_env
+def test_least_squares_with_the_response_as_a_column(fp64_env):
+    _, ctx, queue = fp64_env
     x, y = lsq.make_problem(3001, 12)
     qr = tsqr.TSQR(ctx, queue, 13, block_rows=64)
     rt, z, rss = qr.least_squares(x, y)
@@ -73,8 +64,8 @@ def test_least_squares_with_the_response_as_a_column(cl_env):
     assert f.rss_nested()[-1] == pytest.approx(rss, rel=1e-12)
 
 
-def test_bad_input_is_refused_clearly(cl_env):
-    _, ctx, queue = cl_env
+def test_bad_input_is_refused_clearly(fp64_env):
+    _, ctx, queue = fp64_env
     qr = tsqr.TSQR(ctx, queue, 13, block_rows=64)
     with pytest.raises(ValueError, match="expected 13 columns"):
         qr.r_factor(np.ones((10, 5)))
@@ -86,8 +77,8 @@ def test_bad_input_is_refused_clearly(cl_env):
         qr.least_squares(np.ones((10, 3)), np.ones(9))
 
 
-def test_tall_skinny_million_by_128_on_a_gpu(cl_env):
-    device, ctx, queue = cl_env
+def test_tall_skinny_million_by_128_on_a_gpu(fp64_env):
+    device, ctx, queue = fp64_env
     if not device.type & cl.device_type.GPU:
         pytest.skip("the 1,000,000 x 128 case runs on a GPU only (CPU: minutes)")
     rng = np.random.default_rng(7)
