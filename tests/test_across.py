@@ -58,10 +58,10 @@ def test_headline_and_share_equal_the_records(results, device, file):
         assert limit == pytest.approx(data["bound"][0], rel=1e-12)
     elif file == "05_transpose":  # the chapter's own time over the memory bound
         assert share == pytest.approx(1 / data["summary"]["iteration_fused_over_bound"], rel=1e-9)
-    elif file == "06_covariance":
-        assert limit == pytest.approx(limits["fp32_gflops"], rel=1e-12) == data["fp32_gflops"]
+    elif file == "06_covariance":  # the limit the chapter's page quotes, as its record holds it
+        assert limit == pytest.approx(data["fp32_gflops"], rel=1e-12)
     elif file in ("03_device_reduction", "07_scan"):
-        assert limit == pytest.approx(limits["copy_gbs"], rel=1e-12) == data["copy_gbs"]
+        assert limit == pytest.approx(data["copy_gbs"], rel=1e-12)
     else:
         assert limit == pytest.approx(min(1e6 / limits["launch_us"],
                                           limits["copy_gbs"] * 1e9 / (4 * data["J"] * data["K"])))

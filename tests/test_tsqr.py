@@ -87,3 +87,14 @@ def test_tall_skinny_million_by_128_on_a_gpu(fp64_env):
     assert tsqr.gram_error(r, a) < 1e-12
     ref = np.linalg.qr(a, mode="r")
     assert np.max(np.abs(np.abs(r) - np.abs(ref))) <= 1e-10 * np.max(np.abs(ref))
+
+
+def test_on_a_cpu_a_work_group_has_at_most_eight_rows(fp64_env):
+    """Debian's PoCL corrupts memory running tsqr_tree with 16 or more rows of work-items."""
+    device, ctx, queue = fp64_env
+    if not device.type & cl.device_type.CPU:
+        pytest.skip("a GPU keeps the work-groups asked for")
+    for cols in (1, 3, 7, 40):
+        qr = tsqr.TSQR(ctx, queue, cols)
+        for name, wg in qr.wg.items():
+            assert wg // tsqr._columns_per_row(cols, wg) <= 8, (cols, name, wg)

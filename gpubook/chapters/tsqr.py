@@ -74,8 +74,17 @@ class TSQR:
         self.ctx, self.queue, self.C = ctx, queue, int(cols)
         self.k, self.wg, self.in_local = {}, {}, {}
         for part, name in ((1, "tsqr_leaf"), (2, "tsqr_tree")):
-            self._build(device, part, name, int(wg), block_rows, in_local)
+            self._build(device, part, name, self._wanted(device, int(wg)), block_rows, in_local)
         self._capacity, self.Ra, self.Rb, self._final = 0, None, None, None
+
+    def _wanted(self, device, wg):
+        """The work-group asked for. On a CPU, at most 8 rows of work-items (TY): Debian's
+        PoCL 3.1 corrupts the host's heap running tsqr_tree with more (seen with 16 and
+        32), and a CPU runs a work-group as one thread's loop, so a smaller one costs
+        little there."""
+        if device.type & cl.device_type.CPU:
+            wg = min(wg, 8 * _columns_per_row(self.C, wg))
+        return wg
 
     def _build(self, device, part, name, want, block_rows, allow_local):
         c = self.C
@@ -141,7 +150,8 @@ class TSQR:
 
     def r_factor(self, a):
         a = checked(a, self.C)
-        self.enqueue(self.upload(a), len(a))
+        buf = self.upload(a)  # held until R is read: PoCL 5 aborts if a buffer still written is released
+        self.enqueue(buf, len(a))
         return self.r()
 
     def least_squares(self, x, y):
