@@ -23,15 +23,20 @@ MMA = "tensor/mma.cl"
 FLOPS_PER_MMA = {"tf32": 2 * 16 * 8 * 8, "f64": 2 * 8 * 8 * 4}
 MODES = {"tf32-raw": 0, "tf32": 1, "3xtf32": 2}
 # Candidate shapes of chapter 6's tensor-core XᵀX for the GPU sweep, the
-# fastest on the H200 first (71 ms at 131,072 x 4,096 in 3xTF32; the 64 x 64
-# warp tile of the first T = 128 shape needs 255 registers and spills):
-# (T, warps) tile and rows per chunk. Local memory in MODE 2 (hi, lo):
-# 2 stages x 2 panels x KC x (T + 4) x 8 B; work-items: 32 WARPS_M WARPS_N.
+# fastest on the H200 first (2026-11-25, 131,072 x 4,096 in 3xTF32): (T, warps)
+# tile, rows per chunk, and where the split happens. LATE 1: local memory holds
+# the raw floats and each lane splits its operands as it loads them, 46.7 ms;
+# LATE 0: (hi, lo) pairs in local memory, twice the local loads per mma, 70.7 ms
+# at its best shape (the last line). Local memory: 2 stages x 2 panels x KC x
+# (T + 8) x 4 B with LATE, x (T + 4) x 8 B without. Registers on the H200: 243,
+# 192, 148, 204, 164, none spilled (64 x 64 per warp, T = 128 with 2 x 2 warps,
+# needs 255 and spills).
 XTX_SHAPES = [
-    {"T": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16},   # 32 x 32 per warp, 128 work-items, 34,816 B
-    {"T": 128, "WARPS_M": 2, "WARPS_N": 4, "KC": 8},   # 64 x 32 per warp, 256 work-items, 33,792 B
-    {"T": 128, "WARPS_M": 4, "WARPS_N": 2, "KC": 8},   # 32 x 64 per warp, 256 work-items, 33,792 B
-    {"T": 128, "WARPS_M": 2, "WARPS_N": 2, "KC": 8},   # 64 x 64 per warp, 128 work-items, 33,792 B
+    {"T": 128, "WARPS_M": 2, "WARPS_N": 4, "KC": 16, "LATE": 1},  # 64 x 32 per warp, 256 work-items, 34,816 B
+    {"T": 128, "WARPS_M": 4, "WARPS_N": 2, "KC": 16, "LATE": 1},  # 32 x 64 per warp, 256 work-items, 34,816 B
+    {"T": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16, "LATE": 1},   # 32 x 32 per warp, 128 work-items, 18,432 B
+    {"T": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 32, "LATE": 1},   # 32 x 32 per warp, 128 work-items, 36,864 B
+    {"T": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16},              # the same, split early: 34,816 B
 ]
 XTX_SHAPE = XTX_SHAPES[0]
 # Rows between two flushes of the warps' sums into S (XtX): each flush rounds
@@ -254,8 +259,9 @@ class XtX:
 
     def _kernel(self, gv):
         if gv not in self._kernels:
+            # LATE concerns 3xTF32's split only: the other modes keep one part per float anyway.
             defines = {**self.shape, "MODE": MODES[self.mode], "GV": gv, "DIAG_SKIP": int(self.diag_skip),
-                       "FLUSH": self.flush}
+                       "FLUSH": self.flush, "LATE": int(self.shape.get("LATE", 0) and MODES[self.mode] == 2)}
             kern = _build(self.ctx, self.queue.device, "tensor/xtx_tf32.cl", "xtx_tf32", defines, self.emulate)
             launch.check(self.queue.device, self.nth, kern=kern)
             self._kernels[gv] = kern
@@ -302,16 +308,20 @@ class XtX:
 
 def xtx_local_bytes(shape, mode):
     """Local memory of xtx_tf32 in `mode`: 2 stages x 2 panels x KC rows of T + pad
-    floats, two parts (hi, lo) each in 3xTF32 (pad 4), one otherwise (pad 8)."""
-    parts, pad = (2, 4) if MODES[mode] == 2 else (1, 8)
+    floats, two parts (hi, lo) each in 3xTF32 split on the way in (pad 4), one
+    otherwise (pad 8): the other modes, and 3xTF32 split late (LATE: 1)."""
+    parts, pad = (2, 4) if MODES[mode] == 2 and not shape.get("LATE") else (1, 8)
     return 2 * 2 * shape["KC"] * (shape["T"] + pad) * parts * 4
 
 
 def xtx_shape_checked(shape, mode="3xtf32"):
     """The shape as a dict of ints, or ValueError saying which rule it breaks."""
     keys = ("T", "WARPS_M", "WARPS_N", "KC")
-    if set(shape) != set(keys):
-        raise ValueError(f"tile {shape}: give exactly {', '.join(keys)}")
+    if not set(keys) <= set(shape) <= set(keys) | {"LATE"}:
+        raise ValueError(f"tile {shape}: give exactly {', '.join(keys)}, and LATE (0 or 1) or not")
+    late = shape.get("LATE", 0)
+    if late not in (0, 1):
+        raise ValueError(f"tile {shape}: LATE is 0 or 1 (1: 3xtf32 splits each operand as it loads it)")
     if not all(isinstance(shape[k], (int, np.integer)) and shape[k] >= 1 for k in keys):
         raise ValueError(f"tile {shape}: T, WARPS_M, WARPS_N and KC must be positive integers")
     t, wm, wn, kc = (int(shape[k]) for k in keys)
@@ -319,10 +329,10 @@ def xtx_shape_checked(shape, mode="3xtf32"):
     if t % (16 * wm) or t % (8 * wn) or kc % 8 or (kc * t) % (4 * nth):
         raise ValueError(f"tile {shape}: T must be a multiple of 16 WARPS_M and 8 WARPS_N, KC of 8, "
                          f"and KC T of 4 x the {nth} work-items (whole 16-byte loads each)")
-    shape = dict(zip(keys, (t, wm, wn, kc)))
+    shape = dict(zip(keys, (t, wm, wn, kc)), **({"LATE": 1} if late else {}))
     need = xtx_local_bytes(shape, mode)
     if need > XTX_LOCAL_LIMIT:
-        parts = "(hi, lo) pairs" if MODES[mode] == 2 else "floats"
+        parts = "(hi, lo) pairs" if MODES[mode] == 2 and not late else "floats"
         raise ValueError(f"tile {shape} in {mode} needs {need:,} bytes of local memory (2 stages x 2 panels x "
                          f"{kc} rows x T + pad {parts}), over the {XTX_LOCAL_LIMIT:,} that NVIDIA's OpenCL "
                          "gives a work-group: lower KC or T")

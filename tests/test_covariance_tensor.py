@@ -115,3 +115,15 @@ def test_the_split_figure_draws_on_white():
         assert "log2" in right.get_ylabel() and "bit position" in left.get_xlabel()
     finally:
         plt.close(fig)
+
+
+def test_the_split_note_compares_the_best_of_each_place():
+    rows = [{"T": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16, "variant": "early", "median_s": 0.070},
+            {"T": 128, "WARPS_M": 2, "WARPS_N": 4, "KC": 16, "LATE": 1, "variant": "late a", "median_s": 0.047},
+            {"T": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16, "LATE": 1, "variant": "late b", "median_s": 0.050}]
+    note = ct.split_note(rows)
+    assert "(early) takes 70.0 ms" in note and "(late a) takes 47.0 ms" in note and "1.49× faster" in note
+    assert ct.shape_of(rows[1]) == {"T": 128, "WARPS_M": 2, "WARPS_N": 4, "KC": 16, "LATE": 1}
+    assert ct.shape_of(rows[0]) == {"T": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16}
+    assert "only the late" in ct.split_note(rows[1:])
+    assert "nothing was timed" in ct.split_note([])

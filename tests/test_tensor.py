@@ -137,6 +137,27 @@ def test_xtx_wide_loads_sum_what_the_checked_loads_sum(cl_env):
     assert tensor.lower_error(s_wide, tensor.xtx_model(x, "3xtf32")) < 1e-5
 
 
+def test_xtx_split_late_sums_what_the_early_split_sums(cl_env):
+    """LATE: local memory keeps the raw floats and each lane splits its operands as it
+    loads them: the same hi and lo, so the same sums, bit for bit, in half the local
+    memory; the other modes ignore LATE (they keep one part per float anyway)."""
+    _, ctx, queue = cl_env
+    m, n, ldx = 45, 36, 40
+    x = np.random.default_rng(4).standard_normal((m, n)).astype(np.float32)
+    xb = _padded(ctx, x, ldx)
+    late = {**SMALL, "LATE": 1}
+    for gv in (True, False):
+        early = tensor.XtX(ctx, queue, "3xtf32", shape=SMALL, emulate=True, wide_loads=gv)
+        split = tensor.XtX(ctx, queue, "3xtf32", shape=late, emulate=True, wide_loads=gv)
+        assert np.array_equal(_run(early, xb, m, n, ldx), _run(split, xb, m, n, ldx))
+    assert tensor.xtx_local_bytes(late, "3xtf32") == tensor.xtx_local_bytes(SMALL, "tf32")
+    assert tensor.xtx_local_bytes(late, "3xtf32") < tensor.xtx_local_bytes(SMALL, "3xtf32")
+    plain = tensor.XtX(ctx, queue, "tf32", shape=late, emulate=True).product(x)
+    assert np.array_equal(plain, tensor.XtX(ctx, queue, "tf32", shape=SMALL, emulate=True).product(x))
+    with pytest.raises(ValueError, match="LATE is 0 or 1"):
+        tensor.xtx_shape_checked({**SMALL, "LATE": 2})
+
+
 def test_xtx_without_the_diagonal_skip_sums_the_same(cl_env):
     _, ctx, queue = cl_env
     x = np.random.default_rng(2).standard_normal((19, 64)).astype(np.float32)

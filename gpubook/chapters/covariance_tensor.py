@@ -28,9 +28,35 @@ def candidate_shapes():
     return [dict(s) for s in (getattr(tensor, "XTX_SHAPES", None) or [tensor.XTX_SHAPE])]
 
 
+SHAPE_KEYS = ("T", "WARPS_M", "WARPS_N", "KC", "LATE")
+
+
+def shape_of(row):
+    """The tile shape of a sweep row (its T, WARPS_M, WARPS_N, KC and LATE where given)."""
+    return {k: row[k] for k in SHAPE_KEYS if k in row}
+
+
+def split_note(sweep):
+    """What the sweep says of where 3xTF32 splits its floats: the best time of each."""
+    best = {}
+    for row in sweep:
+        late = bool(row.get("LATE"))
+        if late not in best or row["median_s"] < best[late]["median_s"]:
+            best[late] = row
+    if not sweep:
+        return "No tensor cores run here, so nothing was timed"
+    if len(best) < 2:
+        return f"The sweep here timed only the {'late' if True in best else 'early'} split"
+    early, late = best[False]["median_s"], best[True]["median_s"]
+    return (f"Split on the way into local memory, the best shape ({best[False]['variant']}) takes "
+            f"{early * 1e3:.1f} ms; split as each lane loads its fragment, the best "
+            f"({best[True]['variant']}) takes {late * 1e3:.1f} ms, "
+            + (f"{early / late:.2f}× faster" if late < early else f"{late / early:.2f}× slower"))
+
+
 def label(shape):
     return (f"T {shape['T']}, warps {shape['WARPS_M']} x {shape['WARPS_N']}, KC {shape['KC']}, "
-            f"{32 * shape['WARPS_M'] * shape['WARPS_N']} work-items")
+            f"{32 * shape['WARPS_M'] * shape['WARPS_N']} work-items" + (", split late" if shape.get("LATE") else ""))
 
 
 def covariance_events(cov, product):

@@ -10,10 +10,12 @@
 //   MODE 2: 3xTF32: x = hi + lo, hi = tf32(x), lo = tf32(x - hi), and
 //           A B ~ lo_A hi_B + hi_A lo_B + hi_A hi_B (lo lo is below float's rounding)
 //
-// Each float is split once, on its way from global into local memory: local
-// memory holds hi (MODE 0: the raw float; 1: tf32(x)), and in MODE 2 the pair
-// (hi, lo) side by side, so that a fragment is plain local loads (one 8-byte
-// load gives a lane both parts). Two stages: chunk c lives in stage c % 2,
+// Where MODE 2 splits its floats (LATE below): on their way from global into
+// local memory (local memory holds the pair (hi, lo) side by side: one 8-byte
+// load gives a lane both parts), or as each lane loads a fragment (local
+// memory holds the raw float, as in MODE 0; MODE 1 stores tf32(x)). The late
+// split reads half the bytes from local memory per mma; on the H200 it took
+// 3xTF32 from 70.7 to 46.7 ms at 131,072 x 4,096 (gpubook.tensor.XTX_SHAPES). Two stages: chunk c lives in stage c % 2,
 // and chunk c + 1 is loaded from global memory into registers before chunk
 // c's mma work, then split and stored after it: one barrier per chunk. On a
 // tile of the diagonal A's panel is B's: it is loaded and stored once.
@@ -26,11 +28,17 @@
 //   DIAG_SKIP 1 (default): on a tile of the diagonal, a warp skips the
 //             fragments that lie wholly above it (the other tiles run a copy
 //             of the mma work without that branch)
+//   LATE      MODE 2 only. 0 (default): split on the way into local memory,
+//             as above. 1: local memory holds the raw floats (PARTS = 1),
+//             and each lane splits its operands as it loads a fragment: half
+//             the local memory and half the local loads per mma, for a few
+//             more integer operations per operand (the same hi and lo)
 //
 // Local memory: 2 stages x 2 panels x KC rows x LDL x PARTS floats, with
-// PARTS = 2 (hi, lo) in MODE 2 and 1 otherwise. T = 128, KC = 8, MODE 2:
-// 2 x 2 x 8 x 132 x 2 x 4 B = 33,792 B; KC = 16 would need 67,584 B, over
-// the 48 KB that NVIDIA's OpenCL gives a work-group.
+// PARTS = 2 (hi, lo) in MODE 2 split early and 1 otherwise. T = 128, KC = 8,
+// split early: 2 x 2 x 8 x 132 x 2 x 4 B = 33,792 B; KC = 16 would need
+// 67,584 B, over the 48 KB that NVIDIA's OpenCL gives a work-group. Split
+// late, KC = 16: 2 x 2 x 16 x 136 x 4 B = 34,816 B.
 //
 // Bank conflicts. A fragment load reads, in lane (g = lane / 4, t = lane % 4),
 // row k = kk + t (or + 4) and column c + g of a panel, c a multiple of 8.
@@ -54,12 +62,18 @@
 #ifndef DIAG_SKIP
 #define DIAG_SKIP 1
 #endif
+#ifndef LATE
+#define LATE 0
+#endif
+#if LATE && MODE != 2
+#error "LATE splits 3xTF32's operands: MODE 2 only"
+#endif
 #define NTH (32 * WARPS_M * WARPS_N)
 #define WTM (T / WARPS_M)
 #define WTN (T / WARPS_N)
 #define MT (WTM / 16)
 #define NF (WTN / 8)
-#if MODE == 2
+#if MODE == 2 && !LATE
 #define PARTS 2
 #define LDL (T + 4)
 #else
@@ -74,10 +88,11 @@
 #define GT float
 #endif
 
-// A float as the tensor core will be given it: hi, and in MODE 2 lo.
+// A float as the tensor core will be given it: hi, and in MODE 2 lo
+// (with LATE, local memory keeps the raw float: hi = v until part splits it).
 inline void operand(const float v, float *hi, float *lo)
 {
-#if MODE == 0
+#if MODE == 0 || LATE
     *hi = v;
 #else
     *hi = tf32_round(v);
@@ -142,6 +157,9 @@ inline void part(__local const float *panel, const int k, const int c, float *hi
     const float2 v = *(__local const float2 *)(panel + (k * LDL + c) * 2);
     *hi = v.x;
     *lo = v.y;
+#elif LATE
+    *hi = tf32_round(panel[k * LDL + c]);
+    *lo = tf32_round(panel[k * LDL + c] - *hi);
 #else
     *hi = panel[k * LDL + c];
 #endif
