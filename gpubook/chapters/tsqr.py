@@ -100,6 +100,11 @@ class TSQR:
             in_local = int(allow_local is not False and launch.why_not(device, wg, part_bytes(wg) + block) is None)
             defines = {"PART": part, "C": c, "WG": wg, "TX": tx, "BR": getattr(self, "BR", 1),
                        "IN_LOCAL": in_local}
+            if device.type & cl.device_type.CPU:
+                # The blocks are factored in place; with the pointers `restrict`, Debian's PoCL 3.1
+                # returned a wrong R now and then (about 1 run in 50 on a loaded 2-core host, in
+                # global memory; 0 in 800 without). -Drestrict= drops the qualifier there.
+                defines["restrict"] = ""
             kern = kernel(self.ctx, PATH, name, defines)
             if launch.why_not(device, wg, kern=kern) is None:
                 break
