@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# One call of the device tool (GPU host, repo root; carry [".device"], made here by ../shared/device/prepare):
+#   [VENDOR=1] [CPU=1] [CPU_LIMIT=s] [LIMIT=s] bash tools/device_pass.sh record|reference TAG NB...
+# record: results only; reference: outputs stored in place + digests. CPU=1 first records
+# the host CPU (PoCL, platform 1) at the default scale; VENDOR=1 measures the vendor libraries.
+# The tarball $OUT/TAG.tgz holds all of results/ as carried plus the notebooks run: back here,
+# take from it only the files this call changed (two calls in a row each hold the other's old copy).
+mode=$1 tag=$2; shift 2
+source .device/setup.sh > "$OUT/setup_$tag.log" 2>&1 || { cat "$OUT/setup_$tag.log"; exit 1; }
+cat "$OUT/setup_$tag.log"
+lim=${LIMIT:-540}
+t0=$(date +%s)
+if [ "${CPU:-0}" = 1 ]; then
+  PYOPENCL_CTX=1 timeout ${CPU_LIMIT:-200} python3 tools/run_notebooks.py --record-only "$@"; echo "cpu rc=$? $(( $(date +%s)-t0 )) s"
+fi
+if [ "${VENDOR:-0}" = 1 ]; then
+  PYOPENCL_CTX=0 GPUBOOK_RECORD=1 GPUBOOK_SCALE=full timeout 240 python3 -m gpubook.vendor; echo "vendor rc=$? $(( $(date +%s)-t0 )) s"
+fi
+left=$(( lim - ($(date +%s)-t0) ))
+for nb in "$@"; do
+  s=$(date +%s)
+  flag=--record-only; [ "$mode" = reference ] && flag=--reference
+  PYOPENCL_CTX=0 GPUBOOK_SCALE=full timeout $left python3 tools/run_notebooks.py $flag "$nb"
+  echo "$nb rc=$? $(( $(date +%s)-s )) s"
+  left=$(( lim - ($(date +%s)-t0) ))
+done
+tar czf "$OUT/$tag.tgz" results "$@"
+echo "total $(( $(date +%s)-t0 )) s"
