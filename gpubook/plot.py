@@ -16,6 +16,13 @@ REF_LINESTYLES = ("--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 2)), (0, (8,
 REF_MARKERS = ("s", "^", "v", "D", "P", "X")
 
 
+def on_white(fig):
+    """The figure on an opaque white background (the site's dark theme keeps it readable)."""
+    fig.patch.set_facecolor("white")
+    fig.patch.set_alpha(1.0)
+    return fig
+
+
 def reference_style(i):
     """The line style of the i-th other recorded device."""
     n = len(REF_MARKERS)

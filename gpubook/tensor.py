@@ -39,6 +39,7 @@ XTX_SHAPES = [
     {"T": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16},              # the same, split early: 34,816 B
 ]
 XTX_SHAPE = XTX_SHAPES[0]
+XTX_KEYS = ("T", "WARPS_M", "WARPS_N", "KC")  # every shape gives these; LATE (0 or 1) is optional
 # Rows between two flushes of the warps' sums into S (XtX): each flush rounds
 # to nearest what the tensor core's additions rounded toward zero.
 FLUSH_ROWS = 2048
@@ -316,7 +317,7 @@ def xtx_local_bytes(shape, mode):
 
 def xtx_shape_checked(shape, mode="3xtf32"):
     """The shape as a dict of ints, or ValueError saying which rule it breaks."""
-    keys = ("T", "WARPS_M", "WARPS_N", "KC")
+    keys = XTX_KEYS
     if not set(keys) <= set(shape) <= set(keys) | {"LATE"}:
         raise ValueError(f"tile {shape}: give exactly {', '.join(keys)}, and LATE (0 or 1) or not")
     late = shape.get("LATE", 0)

@@ -31,6 +31,14 @@ def event_seconds(event):
     return (event.profile.end - event.profile.start) * 1e-9
 
 
+def seconds_by_kernel(trace):
+    """Device seconds per kernel name of a trace [(name, event)]."""
+    out = {}
+    for name, event in trace:
+        out[name] = out.get(name, 0.0) + event_seconds(event)
+    return out
+
+
 def time_events(launch, repeats=10, warmup=1):
     """Run `launch()` warmup + repeats times; time each with the event it returns.
 

@@ -5,7 +5,7 @@ with tiles that fit the device, timed, checked against the data, and drawn.
 or with smaller tiles where the device allows fewer work-items per
 work-group. `time_factor` and `time_tsqr` time the step and the candidate
 that lost; `fit_check` checks R of [X y] against the data as step 5's
-check does (`gram_error`: tsqr.gram_error with A'A computed once).
+check does (`gram_error`: tsqr.gram_error, with A'A given where known).
 `phases` groups a trace's launches into the algorithm's stages, `q1_parts`
 marks which entries of R1^-1 the banded product Q1 = A R1^-1 sums over (the
 host's band arithmetic), and `draw_launches` draws both from the trace of a
@@ -19,8 +19,10 @@ import pyopencl as cl
 from matplotlib.patches import Patch, Rectangle
 
 from .. import tiles
-from ..timing import event_seconds, stats, time_events
+from ..plot import on_white
+from ..timing import event_seconds, seconds_by_kernel, stats, time_events
 from . import cholqr, lsq, tsqr
+from .tsqr import gram_error
 
 # Smaller register tiles, tried in order where the default shapes need more
 # work-items per work-group than the device allows (square: the Gram products
@@ -74,14 +76,6 @@ def portable(ctx, queue, cols, **options):
     return cq, note
 
 
-def by_kernel(trace):
-    """Device seconds per kernel name of a trace [(name, event)]."""
-    out = {}
-    for name, event in trace:
-        out[name] = out.get(name, 0.0) + event_seconds(event)
-    return out
-
-
 def time_factor(cq, a, repeats=3, warmup=1):
     """Wall time of CholeskyQR2 on the rows of a (enqueue, settle with its
     pivots read, queue finished), as the lead's tools/check_tensor.py times it:
@@ -107,7 +101,7 @@ def time_factor(cq, a, repeats=3, warmup=1):
     r = cq.r()
     work.release()
     stages = phases([name for name, _ in trace]) if cq.method == "CholeskyQR2" else []
-    return {"median_s": t.median, "q20_s": t.q20, "q80_s": t.q80, "by_kernel": by_kernel(trace),
+    return {"median_s": t.median, "q20_s": t.q20, "q80_s": t.q80, "by_kernel": seconds_by_kernel(trace),
             "launches": len(trace), "stage_launches": {label: len(idx) for label, idx in stages},
             "stage_s": {label: sum(event_seconds(trace[i][1]) for i in idx) for label, idx in stages},
             "method": cq.method, "cond_estimate": cq.cond_estimate, "reason": cq.reason}, r
@@ -132,17 +126,8 @@ def time_tsqr(ctx, queue, a, repeats=3):
     r = qr.r()
     pristine.release()
     work.release()
-    return {"median_s": t.median, "q20_s": t.q20, "q80_s": t.q80, "by_kernel": by_kernel(trace),
+    return {"median_s": t.median, "q20_s": t.q20, "q80_s": t.q80, "by_kernel": seconds_by_kernel(trace),
             "launches": len(trace)}, r
-
-
-def gram_error(r, a, gram=None):
-    """max |R'R - A'A| relative to max |A'A| (tsqr.gram_error), with A'A
-    given where it is already known (it is the costly part for a large A)."""
-    if gram is None:
-        a = np.asarray(a, np.float64)
-        gram = a.T @ a
-    return float(np.max(np.abs(r.T @ r - gram)) / np.max(np.abs(gram)))
 
 
 def fit_check(r, x, y, gram=None, ks=(1, 6, 40)):
@@ -199,12 +184,6 @@ def q1_parts(cols, band):
     return mask, bands
 
 
-def _white(fig):
-    fig.patch.set_facecolor("white")
-    fig.patch.set_alpha(1.0)
-    return fig
-
-
 def draw_launches(trace, cols, band, title="CholeskyQR2: every launch of one factorisation"):
     """Left: the launches of a traced factorisation in the queue's order, one
     box each, a row per stage, coloured by kernel. Right: R1^-1 as Q1 = A R1^-1's
@@ -237,7 +216,7 @@ def draw_launches(trace, cols, band, title="CholeskyQR2: every launch of one fac
     side.set_title(f"Q1 = A R1^-1 in {len(bands)} bands of {band} columns:\n"
                    "dark: summed, light: summed zeros, white: skipped", fontsize=10)
     fig.tight_layout()
-    return _white(fig)
+    return on_white(fig)
 
 
 def product_flops(m, cols):

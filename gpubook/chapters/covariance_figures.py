@@ -15,6 +15,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.patches import Rectangle
 
 from .. import trace
+from ..plot import on_white
 
 LV = 4                      # floats per 16-byte vector: the register tiles' LV in float
 ITEM_COLOURS = ListedColormap(plt.get_cmap("tab20").colors)
@@ -174,12 +175,6 @@ def _tile_frames(ax, own, tm, tn):
                 bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
 
 
-def _white(fig):
-    fig.patch.set_facecolor("white")
-    fig.patch.set_alpha(1.0)
-    return fig
-
-
 def _item_cmap(n):
     return ITEM_COLOURS if n <= 20 else plt.get_cmap("turbo")
 
@@ -230,7 +225,7 @@ def draw_local_tiles(own, t, g=None, chunk=0, source="index arithmetic"):
     _frame(axes[0], bi * t, bj * t, t, t, linewidth=3)
     fig.suptitle(f"Step 3, local tiles with T = {t} ({source})", fontsize=11)
     fig.tight_layout()
-    return _white(fig)
+    return on_white(fig)
 
 
 def draw_register_tiles(own, shape, source="index arithmetic"):
@@ -300,4 +295,4 @@ def draw_register_tiles(own, shape, source="index arithmetic"):
                     f"{LV * ty_n} rows and {LV * tx_n} columns apart.", va="top", fontsize=8.5)
     fig.suptitle(f"Step 4, register tiles {tm} x {tn}, {wm} x {wn} per work-item ({source})", fontsize=11)
     fig.tight_layout()
-    return _white(fig)
+    return on_white(fig)

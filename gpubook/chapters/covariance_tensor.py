@@ -28,12 +28,9 @@ def candidate_shapes():
     return [dict(s) for s in (getattr(tensor, "XTX_SHAPES", None) or [tensor.XTX_SHAPE])]
 
 
-SHAPE_KEYS = ("T", "WARPS_M", "WARPS_N", "KC", "LATE")
-
-
 def shape_of(row):
-    """The tile shape of a sweep row (its T, WARPS_M, WARPS_N, KC and LATE where given)."""
-    return {k: row[k] for k in SHAPE_KEYS if k in row}
+    """The tile shape of a sweep row (tensor.XTX_KEYS, and LATE where given)."""
+    return {k: row[k] for k in (*tensor.XTX_KEYS, "LATE") if k in row}
 
 
 def split_note(sweep):

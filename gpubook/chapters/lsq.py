@@ -18,7 +18,7 @@ from .. import launch
 from ..device import require_fp64
 from ..kernels import kernel
 from .subsets import SubsetSearch, subsets_numpy, unrank  # noqa: F401  (step 4, used as lsq.*)
-from ..timing import event_seconds, time_events
+from ..timing import seconds_by_kernel, time_events
 
 STEPS = ("1_sequential", "2_row_group")
 # Columns of X whose sqrt(d) falls below TOL times the column's weighted norm
@@ -328,10 +328,7 @@ def time_blocked(ctx, queue, x, y, nb, repeats=3, tiled=None):
         return qr.enqueue(len(x), trace)
     t = time_events(launch, repeats=repeats, warmup=1)
     qr.collect(len(x))
-    by_kernel = {}
-    for name, event in trace:
-        by_kernel[name] = by_kernel.get(name, 0.0) + event_seconds(event)
-    return t, by_kernel, qr
+    return t, seconds_by_kernel(trace), qr
 
 
 def gram_error(qr, x, y):

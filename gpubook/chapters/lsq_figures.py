@@ -12,15 +12,11 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Rectangle
 
+from ..plot import on_white
+
 ITEM_COLOURS = ListedColormap(plt.get_cmap("tab20").colors)
 PART_COLOURS = {"done": "0.82", "panel": "#f5b041", "column": "#d35400", "trailing": "#85c1e9",
                 "response": "#abebc6", "zero": "white"}
-
-
-def _white(fig):
-    fig.patch.set_facecolor("white")
-    fig.patch.set_alpha(1.0)
-    return fig
 
 
 def row_update_owners(n, wg):
@@ -64,7 +60,7 @@ def draw_row_update(n, wg):
     side.set_xlabel("work-items: busy (blue), idle at the barrier (grey)")
     side.set_title("busy work-items per step", fontsize=10)
     fig.tight_layout()
-    return _white(fig)
+    return on_white(fig)
 
 
 def panels(n, nb):
@@ -130,7 +126,7 @@ def draw_blocked_qr(n=12, b=10, nb=4, k0=4, jj=1, row_groups=3):
               frameon=False, labelspacing=1.0)
     ax.set_title(f"Step 3: [R; B] with n = {n}, b = {b} rows, panels of {nb}, during column {j}", fontsize=10)
     fig.tight_layout()
-    return _white(fig)
+    return on_white(fig)
 
 
 def compact_wy(r_rows, block):
@@ -208,4 +204,4 @@ def draw_compact_wy(v, t_mat):
     fig.suptitle(f"The compact form of a panel of {pw} reflections (a random {rows - pw} x {pw} block, "
                  "by house_step's formulas)", fontsize=10)
     fig.tight_layout()
-    return _white(fig)
+    return on_white(fig)

@@ -12,6 +12,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from .. import trace
+from ..plot import on_white
 from .scan import WG_SCAN
 
 ITEM_COLOURS = ListedColormap(plt.get_cmap("tab20").colors)
@@ -96,12 +97,6 @@ def lookback(flags, tile, look):
 
 # drawing -----------------------------------------------------------------------
 
-def _white(fig):
-    fig.patch.set_facecolor("white")
-    fig.patch.set_alpha(1.0)
-    return fig
-
-
 def _box(ax, x, y, colour, text="", w=0.9, h=0.6, fontsize=7, **kw):
     ax.add_patch(Rectangle((x - w / 2, y - h / 2), w, h, facecolor=colour, edgecolor="0.3", linewidth=0.6, **kw))
     if text:
@@ -147,7 +142,7 @@ def draw_hillis_steele(adds, wg, source="index arithmetic"):
                  "the positions it names. In each round, every work-item\nfrom the offset on adds the "
                  "value offset places to its left; a barrier ends the round", fontsize=10)
     fig.tight_layout()
-    return _white(fig)
+    return on_white(fig)
 
 
 def draw_work_efficient(loaders, scanners, wg, items, source="index arithmetic"):
@@ -188,7 +183,7 @@ def draw_work_efficient(loaders, scanners, wg, items, source="index arithmetic")
     ax.set_title(f"Step 2, work-efficient: WG = {wg} work-items, ITEMS = {items} labels each ({source}); "
                  "numbers in boxes are work-items", fontsize=10)
     fig.tight_layout()
-    return _white(fig)
+    return on_white(fig)
 
 
 def draw_lookback(flags, tile, look):
@@ -230,7 +225,7 @@ def draw_lookback(flags, tile, look):
     ax.set_title(f"Step 3b, decoupled look-back: the flags at one moment, and tile {tile}'s walk back "
                  f"(LOOK = {look})", fontsize=10)
     fig.tight_layout()
-    return _white(fig)
+    return on_white(fig)
 
 
 EXAMPLE_FLAGS = [INCLUSIVE, INCLUSIVE, AGGREGATE, INCLUSIVE, INCLUSIVE, AGGREGATE, AGGREGATE, NONE, AGGREGATE]

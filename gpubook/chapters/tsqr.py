@@ -33,11 +33,13 @@ def _columns_per_row(cols, wg):
     return tx
 
 
-def gram_error(r, a):
-    """max |R'R - A'A| relative to max |A'A| (float64)."""
-    a = np.asarray(a, np.float64)
-    g = a.T @ a
-    return float(np.max(np.abs(r.T @ r - g)) / np.max(np.abs(g)))
+def gram_error(r, a, gram=None):
+    """max |R'R - A'A| relative to max |A'A| (float64); `gram`: A'A where it is
+    already known (for a large A it is the costly part; a is then not read)."""
+    if gram is None:
+        a = np.asarray(a, np.float64)
+        gram = a.T @ a
+    return float(np.max(np.abs(r.T @ r - gram)) / np.max(np.abs(gram)))
 
 
 def fit_from_r(r):
@@ -155,8 +157,7 @@ class TSQR:
 
     def r_factor(self, a):
         a = checked(a, self.C)
-        buf = self.upload(a)  # held until R is read: PoCL 5 aborts if a buffer still written is released
-        self.enqueue(buf, len(a))
+        self.enqueue(self.upload(a), len(a))
         return self.r()
 
     def least_squares(self, x, y):
