@@ -24,22 +24,24 @@ FLOPS_PER_MMA = {"tf32": 2 * 16 * 8 * 8, "f64": 2 * 8 * 8 * 4}
 MODES = {"tf32-raw": 0, "tf32": 1, "3xtf32": 2}
 # Candidate shapes of chapter 6's tensor-core XᵀX for the GPU sweep, the
 # fastest on the H200 first (2026-11-25, 131,072 x 4,096 in 3xTF32): (T, warps)
-# tile, rows per chunk, and where the split happens. LATE 1: local memory holds
-# the raw floats and each lane splits its operands as it loads them, 46.7 ms;
-# LATE 0: (hi, lo) pairs in local memory, twice the local loads per mma, 70.7 ms
-# at its best shape (the last line). Local memory: 2 stages x 2 panels x KC x
-# (T + 8) x 4 B with LATE, x (T + 4) x 8 B without. Registers on the H200: 243,
-# 192, 148, 204, 164, none spilled (64 x 64 per warp, T = 128 with 2 x 2 warps,
-# needs 255 and spills).
+# tile, rows per chunk, where the split happens and how the data are fed.
+# FEED 1: cp.async copies, float4 fragment loads, red.global.add flushes
+# (kernels/tensor/xtx_tf32.cl), 37.2 ms at the first shape (tools/check_tensor.py),
+# whose 121 registers let two work-groups share a compute unit; the second spills. LATE 1 alone: local
+# memory holds the raw floats and each lane splits its operands as it loads
+# them, 47.0 ms; split early, (hi, lo) pairs in local memory, 70.7 ms (the last
+# line). Local memory: 2 stages x 2 panels x KC x (T + 8) x 4 B with LATE,
+# x (T + 4) x 8 B without.
 XTX_SHAPES = [
-    {"T": 128, "WARPS_M": 2, "WARPS_N": 4, "KC": 16, "LATE": 1},  # 64 x 32 per warp, 256 work-items, 34,816 B
-    {"T": 128, "WARPS_M": 4, "WARPS_N": 2, "KC": 16, "LATE": 1},  # 32 x 64 per warp, 256 work-items, 34,816 B
-    {"T": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16, "LATE": 1},   # 32 x 32 per warp, 128 work-items, 18,432 B
-    {"T": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 32, "LATE": 1},   # 32 x 32 per warp, 128 work-items, 36,864 B
-    {"T": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16},              # the same, split early: 34,816 B
+    {"T": 128, "WARPS_M": 4, "WARPS_N": 2, "KC": 16, "LATE": 1, "FEED": 1},  # 32 x 64 per warp, 34,816 B
+    {"T": 128, "WARPS_M": 2, "WARPS_N": 4, "KC": 16, "LATE": 1, "FEED": 1},  # 64 x 32 per warp, 34,816 B
+    {"T": 128, "WARPS_M": 2, "WARPS_N": 4, "KC": 16, "LATE": 1},            # 64 x 32 per warp, 34,816 B
+    {"T": 128, "WARPS_M": 4, "WARPS_N": 2, "KC": 16, "LATE": 1},            # 32 x 64 per warp, 34,816 B
+    {"T": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16},                        # 32 x 32 per warp, split early
 ]
 XTX_SHAPE = XTX_SHAPES[0]
-XTX_KEYS = ("T", "WARPS_M", "WARPS_N", "KC")  # every shape gives these; LATE (0 or 1) is optional
+XTX_KEYS = ("T", "WARPS_M", "WARPS_N", "KC")  # every shape gives these; LATE and FEED (0 or 1) are optional
+XTX_FLAGS = ("LATE", "FEED")
 # Rows between two flushes of the warps' sums into S (XtX): each flush rounds
 # to nearest what the tensor core's additions rounded toward zero.
 FLUSH_ROWS = 2048
@@ -262,7 +264,8 @@ class XtX:
         if gv not in self._kernels:
             # LATE concerns 3xTF32's split only: the other modes keep one part per float anyway.
             defines = {**self.shape, "MODE": MODES[self.mode], "GV": gv, "DIAG_SKIP": int(self.diag_skip),
-                       "FLUSH": self.flush, "LATE": int(self.shape.get("LATE", 0) and MODES[self.mode] == 2)}
+                       "FLUSH": self.flush, "LATE": int(self.shape.get("LATE", 0) and MODES[self.mode] == 2),
+                       "FEED": int(self.shape.get("FEED", 0))}
             kern = _build(self.ctx, self.queue.device, "tensor/xtx_tf32.cl", "xtx_tf32", defines, self.emulate)
             launch.check(self.queue.device, self.nth, kern=kern)
             self._kernels[gv] = kern
@@ -318,11 +321,14 @@ def xtx_local_bytes(shape, mode):
 def xtx_shape_checked(shape, mode="3xtf32"):
     """The shape as a dict of ints, or ValueError saying which rule it breaks."""
     keys = XTX_KEYS
-    if not set(keys) <= set(shape) <= set(keys) | {"LATE"}:
-        raise ValueError(f"tile {shape}: give exactly {', '.join(keys)}, and LATE (0 or 1) or not")
-    late = shape.get("LATE", 0)
-    if late not in (0, 1):
-        raise ValueError(f"tile {shape}: LATE is 0 or 1 (1: 3xtf32 splits each operand as it loads it)")
+    if not set(keys) <= set(shape) <= set(keys) | set(XTX_FLAGS):
+        raise ValueError(f"tile {shape}: give exactly {', '.join(keys)}, and LATE and FEED (0 or 1) or not")
+    late, feed = shape.get("LATE", 0), shape.get("FEED", 0)
+    if late not in (0, 1) or feed not in (0, 1):
+        raise ValueError(f"tile {shape}: LATE is 0 or 1 (1: 3xtf32 splits each operand as it loads it), "
+                         "and so is FEED")
+    if feed and not late:
+        raise ValueError(f"tile {shape}: FEED keeps raw floats in local memory: it needs LATE 1")
     if not all(isinstance(shape[k], (int, np.integer)) and shape[k] >= 1 for k in keys):
         raise ValueError(f"tile {shape}: T, WARPS_M, WARPS_N and KC must be positive integers")
     t, wm, wn, kc = (int(shape[k]) for k in keys)
@@ -330,7 +336,11 @@ def xtx_shape_checked(shape, mode="3xtf32"):
     if t % (16 * wm) or t % (8 * wn) or kc % 8 or (kc * t) % (4 * nth):
         raise ValueError(f"tile {shape}: T must be a multiple of 16 WARPS_M and 8 WARPS_N, KC of 8, "
                          f"and KC T of 4 x the {nth} work-items (whole 16-byte loads each)")
-    shape = dict(zip(keys, (t, wm, wn, kc)), **({"LATE": 1} if late else {}))
+    per_a, per_b = 2 * t // (16 * wm), t // (8 * wn)  # a lane's values per row with FEED
+    if feed and any(w > 2 and w % 4 for w in (per_a, per_b)):
+        raise ValueError(f"tile {shape}: with FEED a lane reads 2 T / (16 WARPS_M) = {per_a} and "
+                         f"T / (8 WARPS_N) = {per_b} values of a row: each must be 1, 2 or a multiple of 4")
+    shape = dict(zip(keys, (t, wm, wn, kc)), **({"LATE": 1} if late else {}), **({"FEED": 1} if feed else {}))
     need = xtx_local_bytes(shape, mode)
     if need > XTX_LOCAL_LIMIT:
         parts = "(hi, lo) pairs" if MODES[mode] == 2 and not late else "floats"

@@ -158,6 +158,35 @@ def test_xtx_split_late_sums_what_the_early_split_sums(cl_env):
         tensor.xtx_shape_checked({**SMALL, "LATE": 2})
 
 
+@pytest.mark.parametrize("warps", [(2, 2), (1, 2), (2, 1)])
+def test_xtx_fed_by_copies_sums_what_the_late_split_sums(cl_env, warps):
+    """FEED: copies into local memory (cp.async on the GPU), float4 fragment loads from a
+    permuted layout, and a whole warp skipped above the diagonal: the same mma in the same
+    order, so the same sums, bit for bit, in every mode, with 16-byte copies and with one
+    float per load; m not a multiple of KC, n not one of T, NaN around X (a skipped
+    warp's values are poisoned when emulated: none may reach S)."""
+    _, ctx, queue = cl_env
+    m, n, ldx = 45, 36, 40
+    x = np.random.default_rng(6).standard_normal((m, n)).astype(np.float32)
+    xb = _padded(ctx, x, ldx)
+    late = {**SMALL, "WARPS_M": warps[0], "WARPS_N": warps[1], "LATE": 1}
+    fed = {**late, "FEED": 1}
+    for mode in tensor.MODES:
+        for wide in (True, False):
+            got = _run(tensor.XtX(ctx, queue, mode, shape=fed, emulate=True, wide_loads=wide, flush_rows=16),
+                       xb, m, n, ldx)
+            assert np.all(np.isfinite(got)) and not np.any(np.triu(got, 1))
+            assert tensor.lower_error(got, tensor.xtx_model(x, mode)) < 1e-5
+            flushed = _run(tensor.XtX(ctx, queue, mode, shape=late, emulate=True, wide_loads=wide,
+                                      flush_rows=16), xb, m, n, ldx)
+            assert np.array_equal(got, flushed), (mode, wide)
+    assert tensor.xtx_local_bytes(fed, "3xtf32") == tensor.xtx_local_bytes(late, "3xtf32")
+    with pytest.raises(ValueError, match="it needs LATE 1"):
+        tensor.xtx_shape_checked({**SMALL, "FEED": 1})
+    with pytest.raises(ValueError, match="multiple of 4"):  # 48 / 8 = 6 values of B's row per lane
+        tensor.xtx_shape_checked({"T": 48, "WARPS_M": 1, "WARPS_N": 1, "KC": 8, "LATE": 1, "FEED": 1})
+
+
 def test_xtx_without_the_diagonal_skip_sums_the_same(cl_env):
     _, ctx, queue = cl_env
     x = np.random.default_rng(2).standard_normal((19, 64)).astype(np.float32)

@@ -29,14 +29,16 @@ def candidate_shapes():
 
 
 def shape_of(row):
-    """The tile shape of a sweep row (tensor.XTX_KEYS, and LATE where given)."""
-    return {k: row[k] for k in (*tensor.XTX_KEYS, "LATE") if k in row}
+    """The tile shape of a sweep row (tensor.XTX_KEYS, and LATE and FEED where given)."""
+    return {k: row[k] for k in (*tensor.XTX_KEYS, "LATE", "FEED") if k in row}
 
 
 def split_note(sweep):
     """What the sweep says of where 3xTF32 splits its floats: the best time of each."""
     best = {}
     for row in sweep:
+        if row.get("FEED"):
+            continue                                  # feed_note compares those
         late = bool(row.get("LATE"))
         if late not in best or row["median_s"] < best[late]["median_s"]:
             best[late] = row
@@ -51,9 +53,24 @@ def split_note(sweep):
             + (f"{early / late:.2f}× faster" if late < early else f"{late / early:.2f}× slower"))
 
 
+def feed_note(sweep):
+    """What the sweep says of FEED (cp.async, float4 fragment loads, red flushes): its best time
+    against the best of the late split fed the old way."""
+    fed = [r for r in sweep if r.get("FEED")]
+    old = [r for r in sweep if r.get("LATE") and not r.get("FEED")]
+    if not fed or not old:
+        return "The sweep here did not time both ways of feeding the tensor cores"
+    new, was = min(fed, key=lambda r: r["median_s"]), min(old, key=lambda r: r["median_s"])
+    ratio = was["median_s"] / new["median_s"]
+    return (f"Fed through registers, the best shape ({was['variant']}) takes {was['median_s'] * 1e3:.1f} ms; "
+            f"fed by cp.async with float4 fragment loads, the best ({new['variant']}) takes "
+            f"{new['median_s'] * 1e3:.1f} ms, " + (f"{ratio:.2f}× faster" if ratio >= 1 else f"{1 / ratio:.2f}× slower"))
+
+
 def label(shape):
     return (f"T {shape['T']}, warps {shape['WARPS_M']} x {shape['WARPS_N']}, KC {shape['KC']}, "
-            f"{32 * shape['WARPS_M'] * shape['WARPS_N']} work-items" + (", split late" if shape.get("LATE") else ""))
+            f"{32 * shape['WARPS_M'] * shape['WARPS_N']} work-items" + (", split late" if shape.get("LATE") else "")
+            + (", fed by cp.async" if shape.get("FEED") else ""))
 
 
 def covariance_events(cov, product):

@@ -15,10 +15,26 @@
 // load gives a lane both parts), or as each lane loads a fragment (local
 // memory holds the raw float, as in MODE 0; MODE 1 stores tf32(x)). The late
 // split reads half the bytes from local memory per mma; on the H200 it took
-// 3xTF32 from 70.7 to 46.7 ms at 131,072 x 4,096 (gpubook.tensor.XTX_SHAPES). Two stages: chunk c lives in stage c % 2,
-// and chunk c + 1 is loaded from global memory into registers before chunk
-// c's mma work, then split and stored after it: one barrier per chunk. On a
-// tile of the diagonal A's panel is B's: it is loaded and stored once.
+// 3xTF32 from 70.7 to 46.7 ms at 131,072 x 4,096 (gpubook.tensor.XTX_SHAPES).
+//
+// Two stages: chunk c lives in stage c % 2, and chunk c + 1 is loaded from
+// global memory into registers before chunk c's mma work, then split and
+// stored after it: one barrier per chunk. On a tile of the diagonal A's panel
+// is B's: it is loaded and stored once.
+//
+// FEED 1 changes how the data reach the tensor cores, not what they compute
+// (the same products in the same order, so the same sums):
+//   - cp.async copies chunk c + 1 from global into local memory without
+//     registers (GV 4; a work-item waits for its own copies before the
+//     barrier), and prefetch.global.L2 asks for chunk c + AHEAD before that;
+//   - a lane reads its operands of a row as float4 (LDS.128): the rows and
+//     columns a fragment covers are a permutation of the warp's block (VCOL
+//     below), chosen so that a lane's values lie side by side, and one float4
+//     gives a lane its operand of 4 fragments;
+//   - the warps add their sums into S with red.global.add (fire and forget:
+//     nothing waits for the old value), and on a tile of the diagonal a whole
+//     warp skips its block when it lies above the diagonal.
+// With EMULATE the copies are plain loads and the flushes plain additions.
 //
 // Build options (gpubook.tensor.XtX checks them):
 //   T, WARPS_M, WARPS_N, KC   the tile, its warps, the rows per chunk
@@ -28,6 +44,7 @@
 //   DIAG_SKIP 1 (default): on a tile of the diagonal, a warp skips the
 //             fragments that lie wholly above it (the other tiles run a copy
 //             of the mma work without that branch)
+//   FEED      0 (default) or 1, as above (with MODE 2, LATE must be 1)
 //   LATE      MODE 2 only. 0 (default): split on the way into local memory,
 //             as above. 1: local memory holds the raw floats (PARTS = 1),
 //             and each lane splits its operands as it loads a fragment: half
@@ -68,6 +85,14 @@
 #if LATE && MODE != 2
 #error "LATE splits 3xTF32's operands: MODE 2 only"
 #endif
+#ifndef FEED
+#define FEED 0
+#endif
+#if FEED && MODE == 2 && !LATE
+#error "FEED keeps raw floats in local memory: give LATE=1 with MODE 2"
+#endif
+#define ASYNC (FEED && GV == 4)              // cp.async (plain copies with EMULATE); GV 1 goes through registers
+#define AHEAD 3                              // the chunk that prefetch.global.L2 asks for, ahead of this one
 #define NTH (32 * WARPS_M * WARPS_N)
 #define WTM (T / WARPS_M)
 #define WTN (T / WARPS_N)
@@ -150,6 +175,59 @@ static void store(__local float *panel, const GT *next)
     }
 }
 
+// FEED, GV 4: 16 bytes from global into local memory with cp.async (zeros
+// when !ok), the work-item's copies so far closed as one group, and the wait
+// for all but the newest group (two stages: the wait is for all of them).
+inline void copy16(__local float *dst, __global const float *src, const bool ok)
+{
+#if EMULATE
+    *(__local float4 *)dst = ok ? *(__global const float4 *)src : (float4)(0.0f);
+#else
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                 :: "r"((uint)(size_t)dst), "l"((ulong)src), "r"(ok ? 16 : 0) : "memory");
+#endif
+}
+
+inline void copies_close(void)
+{
+#if !EMULATE
+    asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+
+inline void copies_wait(void)
+{
+#if !EMULATE
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+#endif
+}
+
+// Rows k0.. of the panel of columns c0.. copied into one stage.
+static void copy_chunk(__local float *panel, __global const float *restrict x, const int m, const int n,
+                       const int ldx, const int k0, const int c0)
+{
+    const int lid = get_local_id(0);
+#pragma unroll
+    for (int l = 0; l < LOADS; ++l) {
+        const int e = lid + l * NTH, r = e / (T / 4), c = e % (T / 4) * 4, k = k0 + r, col = c0 + c;
+        const bool ok = k < m && col < n;
+        copy16(panel + r * LDL + c, ok ? x + (size_t)k * ldx + col : x, ok);
+    }
+}
+
+// Rows k0.. of the two panels (of columns i0.. and, off the diagonal, j0..)
+// into L2: one 128-byte line per work-item, as far as there are work-items.
+static void prefetch_l2(__global const float *x, const int m, const int n, const int ldx, const int k0,
+                        const int i0, const int j0, const bool both)
+{
+#if !EMULATE
+    const int lid = get_local_id(0), lines = KC * (T / 32);
+    const int which = lid / lines, e = lid % lines, k = k0 + e / (T / 32), c = (which ? j0 : i0) + e % (T / 32) * 32;
+    if (which < (both ? 2 : 1) && k < m && c < n)
+        asm volatile("prefetch.global.L2 [%0];" :: "l"((ulong)(x + (size_t)k * ldx + c)));
+#endif
+}
+
 // One operand of a fragment: row k, column c of a panel's stage.
 inline void part(__local const float *panel, const int k, const int c, float *hi, float *lo)
 {
@@ -158,8 +236,9 @@ inline void part(__local const float *panel, const int k, const int c, float *hi
     *hi = v.x;
     *lo = v.y;
 #elif LATE
-    *hi = tf32_round(panel[k * LDL + c]);
-    *lo = tf32_round(panel[k * LDL + c] - *hi);
+    const float v = panel[k * LDL + c];
+    *hi = tf32_round(v);
+    *lo = tf32_round(v - *hi);
 #else
     *hi = panel[k * LDL + c];
 #endif
@@ -227,6 +306,114 @@ static void chunk(float acc[MT][NF][4], __local const float *pa, __local const f
 #undef LO
 }
 
+// FEED: a lane reads w values of a row (w = WA = 2 MT of A's: value 2 p + h
+// is row 16 p + 8 h + g of fragment p; w = WB = NF of B's: value q is column
+// g of fragment q). Value v of lane g is column VCOL(v, w, g) of the warp's
+// block: 4 side by side per lane (w >= 4, 32 columns to a group of 8 lanes),
+// else w. LDL = T + 8 keeps a float4 load free of bank conflicts: the 8 lanes
+// served together (g in {2i, 2i + 1}, t in 0..3) read 16-byte slots
+// 2 t + g (mod 8) of 128 bytes, all different.
+#define VCOL(v, w, g) ((w) >= 4 ? 32 * ((v) / 4) + 4 * (g) + (v) % 4 : (w) * (g) + (v))
+#define WA (2 * MT)
+#define WB NF
+
+// Lane g's w values of row k of a panel's stage, from column c0 of the warp's block.
+inline void row_values(__local const float *panel, const int k, const int c0, const int g, const int w,
+                       float *out)
+{
+    __local const float *row = panel + k * LDL + c0;
+    if (w >= 4) {
+#pragma unroll
+        for (int b = 0; b < w / 4; ++b) {
+            const float4 f = *(__local const float4 *)(row + 32 * b + 4 * g);
+            out[4 * b] = f.x;
+            out[4 * b + 1] = f.y;
+            out[4 * b + 2] = f.z;
+            out[4 * b + 3] = f.w;
+        }
+    } else if (w == 2) {
+        const float2 f = *(__local const float2 *)(row + 2 * g);
+        out[0] = f.x;
+        out[1] = f.y;
+    } else {
+        out[0] = row[g];
+    }
+}
+
+// A raw float as the mma takes it: hi (and in MODE 2 lo), as part() splits it.
+inline void split_raw(const float v, float *hi, float *lo)
+{
+#if MODE == 0
+    *hi = v;
+#else
+    *hi = tf32_round(v);
+#endif
+#if MODE == 2
+    *lo = tf32_round(v - *hi);
+#endif
+}
+
+// chunk() with FEED's loads: the same mma in the same order.
+static void chunk_feed(float acc[MT][NF][4], __local const float *pa, __local const float *pb,
+                       const int wm, const int wn, __local float *scr)
+{
+    const int g = mma_lane() / 4, t = mma_lane() % 4;
+#pragma unroll
+    for (int kk = 0; kk < KC; kk += 8) {
+        float a[2][WA], b[2][WB], ah[2][WA], al[2][WA], bh[2][WB], bl[2][WB];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {               // rows kk + t and kk + t + 4
+            row_values(pa, kk + t + 4 * r, wm, g, WA, a[r]);
+            row_values(pb, kk + t + 4 * r, wn, g, WB, b[r]);
+#pragma unroll
+            for (int v = 0; v < WA; ++v)
+                split_raw(a[r][v], &ah[r][v], &al[r][v]);
+#pragma unroll
+            for (int v = 0; v < WB; ++v)
+                split_raw(b[r][v], &bh[r][v], &bl[r][v]);
+        }
+#pragma unroll
+        for (int q = 0; q < NF; ++q) {
+#if MODE == 2
+#pragma unroll
+            for (int p = 0; p < MT; ++p)
+                mma_tf32(acc[p][q], al[0][2 * p], al[0][2 * p + 1], al[1][2 * p], al[1][2 * p + 1], bh[0][q],
+                         bh[1][q], scr);
+#pragma unroll
+            for (int p = 0; p < MT; ++p)
+                mma_tf32(acc[p][q], ah[0][2 * p], ah[0][2 * p + 1], ah[1][2 * p], ah[1][2 * p + 1], bl[0][q],
+                         bl[1][q], scr);
+#endif
+#pragma unroll
+            for (int p = 0; p < MT; ++p)
+                mma_tf32(acc[p][q], ah[0][2 * p], ah[0][2 * p + 1], ah[1][2 * p], ah[1][2 * p + 1], bh[0][q],
+                         bh[1][q], scr);
+        }
+    }
+}
+
+// FEED: the warp's block lies wholly above the diagonal of a tile of the diagonal.
+#define WARP_ABOVE (wn > wm + WTM - 1)
+
+// The mma work of one chunk: FEED's or chunk()'s, each with its skip on a
+// tile of the diagonal. The emulated mma holds barriers, so there every
+// work-item makes every call; the values the GPU skips are poisoned in flush.
+static void chunk_any(float acc[MT][NF][4], __local const float *pa, __local const float *pb,
+                      const int wm, const int wn, const bool diag, __local float *scr)
+{
+#if FEED
+    if (!(DIAG_SKIP && !EMULATE && diag && WARP_ABOVE))
+        chunk_feed(acc, pa, pb, wm, wn, scr);
+#elif DIAG_SKIP && !EMULATE
+    if (diag)
+        chunk(acc, pa, pb, wm, wn, true, scr);
+    else
+        chunk(acc, pa, pb, wm, wn, false, scr);
+#else
+    chunk(acc, pa, pb, wm, wn, false, scr);
+#endif
+}
+
 // The warp's sums into S (stored the first time, added after) and back to
 // zero. The tensor core adds each product into its float accumulator
 // rounding toward zero, so a long sum drifts low (on the H200, about 1e-3
@@ -242,11 +429,23 @@ static void flush(float acc[MT][NF][4], __global float *s, const int lds, const 
         for (int q = 0; q < NF; ++q)
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
+#if FEED
+                const int row = r0 + VCOL(2 * p + i / 2, WA, g), col = c0 + VCOL(q, WB, 2 * t + i % 2);
+                const float v = EMULATE && DIAG_SKIP && diag && WARP_ABOVE ? NAN : acc[p][q][i];
+#else
                 const int row = r0 + p * 16 + g + 8 * (i / 2), col = c0 + q * 8 + 2 * t + i % 2;
                 const float v = EMULATE && DIAG_SKIP && diag && ABOVE(p, q) ? NAN : acc[p][q][i];
+#endif
                 if (row < n && col <= row) {
                     __global float *d = s + (size_t)row * lds + col;
+#if FEED && !EMULATE
+                    if (first)
+                        *d = v;
+                    else
+                        asm volatile("red.global.add.f32 [%0], %1;" :: "l"((ulong)d), "f"(v) : "memory");
+#else
                     *d = first ? v : *d + v;
+#endif
                 }
                 acc[p][q][i] = 0.0f;
             }
@@ -280,6 +479,30 @@ void xtx_tf32(__global const float *restrict x, const int m, const int n, const 
             for (int i = 0; i < 4; ++i)
                 acc[p][q][i] = 0.0f;
 
+#if ASYNC
+    // Chunk c + 1 is copied into the other stage while chunk c's mma run; a
+    // work-item waits for its own copies, and the barrier then says that every
+    // copy of chunk c has landed and that every warp is done with chunk c - 1,
+    // whose stage the next copies overwrite.
+    copy_chunk(la, x, m, n, ldx, 0, i0);
+    if (!diag)
+        copy_chunk(lb, x, m, n, ldx, 0, j0);
+    copies_close();
+    for (int k0 = 0, st = 0; k0 < m; k0 += KC, st ^= 1) {
+        copies_wait();
+        barrier(CLK_LOCAL_MEM_FENCE);
+        prefetch_l2(x, m, n, ldx, k0 + AHEAD * KC, i0, j0, !diag);
+        if (k0 + KC < m) {
+            copy_chunk(la + (st ^ 1) * STAGE, x, m, n, ldx, k0 + KC, i0);
+            if (!diag)
+                copy_chunk(lb + (st ^ 1) * STAGE, x, m, n, ldx, k0 + KC, j0);
+        }
+        copies_close();
+        chunk_any(acc, la + st * STAGE, lbx + st * STAGE, wm, wn, diag, scr);
+        if ((k0 + KC) % FLUSH == 0 && k0 + KC < m)   // the same for every work-item
+            flush(acc, s, lds, n, i0, j0, wm, wn, diag, k0 + KC == FLUSH);
+    }
+#else
     GT na[LOADS], nb[LOADS];                         // the next chunk, on its way
     fetch(na, x, m, n, ldx, 0, i0);
     if (!diag)
@@ -296,20 +519,11 @@ void xtx_tf32(__global const float *restrict x, const int m, const int n, const 
             if (!diag)
                 fetch(nb, x, m, n, ldx, k0 + KC, j0);
         }
-        __local const float *pa = la + st * STAGE, *pb = lbx + st * STAGE;
-#if DIAG_SKIP && !EMULATE
-        if (diag)
-            chunk(acc, pa, pb, wm, wn, true, scr);
-        else
-            chunk(acc, pa, pb, wm, wn, false, scr);
-#else
-        // The emulated mma holds barriers, so every work-item makes every
-        // call there; the fragments the GPU skips are poisoned below instead.
-        chunk(acc, pa, pb, wm, wn, false, scr);
-#endif
+        chunk_any(acc, la + st * STAGE, lbx + st * STAGE, wm, wn, diag, scr);
         if ((k0 + KC) % FLUSH == 0 && k0 + KC < m)   // the same for every work-item
             flush(acc, s, lds, n, i0, j0, wm, wn, diag, k0 + KC == FLUSH);
     }
+#endif
 
     flush(acc, s, lds, n, i0, j0, wm, wn, diag, m <= FLUSH);
 }
