@@ -402,7 +402,9 @@ static void chunk_any(float acc[MT][NF][4], __local const float *pa, __local con
                       const int wm, const int wn, const bool diag, __local float *scr)
 {
 #if FEED
-    if (!(DIAG_SKIP && !EMULATE && diag && WARP_ABOVE))
+#if DIAG_SKIP && !EMULATE
+    if (!(diag && WARP_ABOVE))
+#endif
         chunk_feed(acc, pa, pb, wm, wn, scr);
 #elif DIAG_SKIP && !EMULATE
     if (diag)
