@@ -27,11 +27,11 @@ MODES = {"tf32-raw": 0, "tf32": 1, "3xtf32": 2}
 # tile, rows per chunk, where the split happens and how the data are fed.
 # FEED 1: cp.async copies, float4 fragment loads, red.global.add flushes
 # (kernels/tensor/xtx_tf32.cl), 37.2 ms at the first shape (tools/check_tensor.py),
-# whose 121 registers let two work-groups share a compute unit; the second spills. LATE 1 alone: local
-# memory holds the raw floats and each lane splits its operands as it loads
-# them, 47.0 ms; split early, (hi, lo) pairs in local memory, 70.7 ms (the last
-# line). Local memory: 2 stages x 2 panels x KC x (T + 8) x 4 B with LATE,
-# x (T + 4) x 8 B without.
+# whose 121 registers let two work-groups share a compute unit; the second
+# spills. LATE 1 alone: local memory holds the raw floats and each lane splits
+# its operands as it loads them, 47.0 ms; split early, (hi, lo) pairs in local
+# memory, 70.7 ms (the last line). Local memory: 2 stages x 2 panels x KC x
+# (T + 8) x 4 B with LATE, x (T + 4) x 8 B without.
 XTX_SHAPES = [
     {"T": 128, "WARPS_M": 4, "WARPS_N": 2, "KC": 16, "LATE": 1, "FEED": 1},  # 32 x 64 per warp, 34,816 B
     {"T": 128, "WARPS_M": 2, "WARPS_N": 4, "KC": 16, "LATE": 1, "FEED": 1},  # 64 x 32 per warp, 34,816 B

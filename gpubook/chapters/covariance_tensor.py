@@ -29,42 +29,47 @@ def candidate_shapes():
 
 
 def shape_of(row):
-    """The tile shape of a sweep row (tensor.XTX_KEYS, and LATE and FEED where given)."""
-    return {k: row[k] for k in (*tensor.XTX_KEYS, "LATE", "FEED") if k in row}
+    """The tile shape of a sweep row (tensor.XTX_KEYS, and tensor.XTX_FLAGS where given)."""
+    return {k: row[k] for k in (*tensor.XTX_KEYS, *tensor.XTX_FLAGS) if k in row}
+
+
+def _fastest(rows):
+    """The sweep row of the smallest median (the first of equals); None for no rows."""
+    return min(rows, key=lambda r: r["median_s"]) if rows else None
+
+
+def _versus(before, after):
+    """How the time of sweep row `after` compares with `before`'s, as 'r× faster' or 'r× slower'."""
+    b, a = before["median_s"], after["median_s"]
+    return f"{b / a:.2f}× faster" if a < b else f"{a / b:.2f}× slower"
 
 
 def split_note(sweep):
-    """What the sweep says of where 3xTF32 splits its floats: the best time of each."""
-    best = {}
-    for row in sweep:
-        if row.get("FEED"):
-            continue                                  # feed_note compares those
-        late = bool(row.get("LATE"))
-        if late not in best or row["median_s"] < best[late]["median_s"]:
-            best[late] = row
+    """What the sweep says of where 3xTF32 splits its floats: the best time of each
+    (the shapes fed by cp.async aside: feed_note compares those)."""
     if not sweep:
         return "No tensor cores run here, so nothing was timed"
+    unfed = [r for r in sweep if not r.get("FEED")]
+    best = {late: _fastest([r for r in unfed if bool(r.get("LATE")) == late]) for late in (False, True)}
+    best = {late: row for late, row in best.items() if row is not None}
     if len(best) < 2:
         return f"The sweep here timed only the {'late' if True in best else 'early'} split"
-    early, late = best[False]["median_s"], best[True]["median_s"]
-    return (f"Split on the way into local memory, the best shape ({best[False]['variant']}) takes "
-            f"{early * 1e3:.1f} ms; split as each lane loads its fragment, the best "
-            f"({best[True]['variant']}) takes {late * 1e3:.1f} ms, "
-            + (f"{early / late:.2f}× faster" if late < early else f"{late / early:.2f}× slower"))
+    early, late = best[False], best[True]
+    return (f"Split on the way into local memory, the best shape ({early['variant']}) takes "
+            f"{early['median_s'] * 1e3:.1f} ms; split as each lane loads its fragment, the best "
+            f"({late['variant']}) takes {late['median_s'] * 1e3:.1f} ms, " + _versus(early, late))
 
 
 def feed_note(sweep):
     """What the sweep says of FEED (cp.async, float4 fragment loads, red flushes): its best time
     against the best of the late split fed the old way."""
-    fed = [r for r in sweep if r.get("FEED")]
-    old = [r for r in sweep if r.get("LATE") and not r.get("FEED")]
-    if not fed or not old:
+    new = _fastest([r for r in sweep if r.get("FEED")])
+    was = _fastest([r for r in sweep if r.get("LATE") and not r.get("FEED")])
+    if new is None or was is None:
         return "The sweep here did not time both ways of feeding the tensor cores"
-    new, was = min(fed, key=lambda r: r["median_s"]), min(old, key=lambda r: r["median_s"])
-    ratio = was["median_s"] / new["median_s"]
     return (f"Fed through registers, the best shape ({was['variant']}) takes {was['median_s'] * 1e3:.1f} ms; "
             f"fed by cp.async with float4 fragment loads, the best ({new['variant']}) takes "
-            f"{new['median_s'] * 1e3:.1f} ms, " + (f"{ratio:.2f}× faster" if ratio >= 1 else f"{1 / ratio:.2f}× slower"))
+            f"{new['median_s'] * 1e3:.1f} ms, " + _versus(was, new))
 
 
 def label(shape):
