@@ -26,17 +26,20 @@ MODES = {"tf32-raw": 0, "tf32": 1, "3xtf32": 2}
 # fastest on the H200 first (2026-11-25, 131,072 x 4,096 in 3xTF32): (T, warps)
 # tile, rows per chunk, where the split happens and how the data are fed.
 # FEED 1: cp.async copies, float4 fragment loads, red.global.add flushes
-# (kernels/tensor/xtx_tf32.cl), 37.2 ms at the first shape (tools/check_tensor.py),
-# whose 121 registers let two work-groups share a compute unit; the second
-# spills. LATE 1 alone: local memory holds the raw floats and each lane splits
-# its operands as it loads them, 47.0 ms; split early, (hi, lo) pairs in local
-# memory, 70.7 ms (the last line). Local memory: 2 stages x 2 panels x KC x
-# (T + 8) x 4 B with LATE, x (T + 4) x 8 B without.
+# (four floats at a time off the diagonal) (kernels/tensor/xtx_tf32.cl). With
+# 2 x 2 warps of 64 x 64, 32.1 ms (tools/check_tensor.py; two work-groups of 4
+# warps on a compute unit): each operand a lane loads serves twice the mma of
+# a 32 x 64 block. 4 x 2 warps of 32 x 64, 42.2 ms (172 registers: one
+# work-group of 8 warps); 2 x 4 spills, 44.3 ms. LATE 1 alone: local memory
+# holds the raw floats and each lane splits its operands as it loads them,
+# 44.0 ms; split early, (hi, lo) pairs in local memory, 66.3 ms (the last line). Local
+# memory: 2 stages x 2 panels x KC x (T + 8) x 4 B with LATE, x (T + 4) x 8 B
+# without.
 XTX_SHAPES = [
+    {"T": 128, "WARPS_M": 2, "WARPS_N": 2, "KC": 16, "LATE": 1, "FEED": 1},  # 64 x 64 per warp, 34,816 B
     {"T": 128, "WARPS_M": 4, "WARPS_N": 2, "KC": 16, "LATE": 1, "FEED": 1},  # 32 x 64 per warp, 34,816 B
     {"T": 128, "WARPS_M": 2, "WARPS_N": 4, "KC": 16, "LATE": 1, "FEED": 1},  # 64 x 32 per warp, 34,816 B
     {"T": 128, "WARPS_M": 2, "WARPS_N": 4, "KC": 16, "LATE": 1},            # 64 x 32 per warp, 34,816 B
-    {"T": 128, "WARPS_M": 4, "WARPS_N": 2, "KC": 16, "LATE": 1},            # 32 x 64 per warp, 34,816 B
     {"T": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16},                        # 32 x 32 per warp, split early
 ]
 XTX_SHAPE = XTX_SHAPES[0]
@@ -255,10 +258,11 @@ class XtX:
         scratch = 4 * self.nth // WARP * 192 if self.emulate else 0
         return xtx_local_bytes(self.shape, self.mode) + scratch
 
-    def loads(self, n, ldx=None):
-        """Floats per load from global memory for an m x n X of stride ldx: 4 or 1."""
-        ldx = n if ldx is None else ldx
-        return 4 if self.wide_loads and n % 4 == 0 and ldx % 4 == 0 else 1
+    def loads(self, n, ldx=None, lds=None):
+        """Floats per load from global memory (and per flush with FEED) for an m x n X of
+        stride ldx into S of stride lds: 4 or 1."""
+        ldx, lds = (n if ldx is None else ldx), (n if lds is None else lds)
+        return 4 if self.wide_loads and n % 4 == 0 and ldx % 4 == 0 and lds % 4 == 0 else 1
 
     def _kernel(self, gv):
         if gv not in self._kernels:
@@ -288,7 +292,7 @@ class XtX:
         if ldx < n or lds < n:
             raise ValueError("strides must be at least n")
         i32 = np.int32
-        kern = self._kernel(self.loads(n, ldx))
+        kern = self._kernel(self.loads(n, ldx, lds))
         return kern(self.queue, (self.tiles(n) * self.nth,), (self.nth,), x, i32(m), i32(n), i32(ldx),
                     s, i32(lds), wait_for=wait_for)
 

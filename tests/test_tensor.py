@@ -158,13 +158,15 @@ def test_xtx_split_late_sums_what_the_early_split_sums(cl_env):
         tensor.xtx_shape_checked({**SMALL, "LATE": 2})
 
 
-@pytest.mark.parametrize("warps", [(2, 2), (1, 2), (2, 1)])
+@pytest.mark.parametrize("warps", [(2, 2), (1, 2), (2, 1), (1, 1)])
 def test_xtx_fed_by_copies_sums_what_the_late_split_sums(cl_env, warps):
     """FEED: copies into local memory (cp.async on the GPU), float4 fragment loads from a
-    permuted layout, and a whole warp skipped above the diagonal: the same mma in the same
-    order, so the same sums, bit for bit, in every mode, with 16-byte copies and with one
-    float per load; m not a multiple of KC, n not one of T, NaN around X (a skipped
-    warp's values are poisoned when emulated: none may reach S)."""
+    permuted layout, a whole warp skipped above the diagonal, and (16-byte loads, 4 or more
+    fragments across a warp: warps (2, 1) and (1, 1)) flushes of four neighbouring sums at
+    a time off the diagonal: the same mma in the same order, so the same sums, bit for bit,
+    in every mode, with 16-byte copies and with one float per load; m not a multiple of KC,
+    n not one of T, NaN around X (a skipped warp's values are poisoned when emulated: none
+    may reach S)."""
     _, ctx, queue = cl_env
     m, n, ldx = 45, 36, 40
     x = np.random.default_rng(6).standard_normal((m, n)).astype(np.float32)
@@ -181,6 +183,8 @@ def test_xtx_fed_by_copies_sums_what_the_late_split_sums(cl_env, warps):
                                       flush_rows=16), xb, m, n, ldx)
             assert np.array_equal(got, flushed), (mode, wide)
     assert tensor.xtx_local_bytes(fed, "3xtf32") == tensor.xtx_local_bytes(late, "3xtf32")
+    prod = tensor.XtX(ctx, queue, "3xtf32", shape=fed, emulate=True)
+    assert prod.loads(n, ldx) == 4 and prod.loads(n, ldx, lds=n + 2) == 1  # 16-byte flushes need lds % 4 == 0
     with pytest.raises(ValueError, match="it needs LATE 1"):
         tensor.xtx_shape_checked({**SMALL, "FEED": 1})
     with pytest.raises(ValueError, match="multiple of 4"):  # 48 / 8 = 6 values of B's row per lane
