@@ -127,18 +127,29 @@ inline void operand(const float v, float *hi, float *lo)
     *lo = tf32_round(v - *hi);
 }
 
+// The l-th piece of GV floats that this work-item moves of a panel's chunk:
+// row r of the chunk, columns c.. of the panel (consecutive work-items take
+// consecutive pieces of a row).
+inline void slot(const int l, int *r, int *c)
+{
+    const int e = get_local_id(0) + l * NTH;
+    *r = e / (T / GV);
+    *c = e % (T / GV) * GV;
+}
+
 // Rows k0.. of the panel of columns c0.. into registers; zeros past m and n.
 static void fetch(GT *next, __global const float *restrict x, const int m, const int n, const int ldx,
                   const int k0, const int c0)
 {
-    const int lid = get_local_id(0);
 #pragma unroll
     for (int l = 0; l < LOADS; ++l) {
-        const int e = lid + l * NTH, k = k0 + e / (T / GV), c = c0 + e % (T / GV) * GV;
+        int r, c;
+        slot(l, &r, &c);
+        const int k = k0 + r, col = c0 + c;
 #if GV == 4
-        next[l] = k < m && c < n ? *(__global const float4 *)(x + (size_t)k * ldx + c) : (float4)(0.0f);
+        next[l] = k < m && col < n ? *(__global const float4 *)(x + (size_t)k * ldx + col) : (float4)(0.0f);
 #else
-        next[l] = k < m && c < n ? x[(size_t)k * ldx + c] : 0.0f;
+        next[l] = k < m && col < n ? x[(size_t)k * ldx + col] : 0.0f;
 #endif
     }
 }
@@ -146,10 +157,10 @@ static void fetch(GT *next, __global const float *restrict x, const int m, const
 // The fetched rows, split, into one stage of a panel.
 static void store(__local float *panel, const GT *next)
 {
-    const int lid = get_local_id(0);
 #pragma unroll
     for (int l = 0; l < LOADS; ++l) {
-        const int e = lid + l * NTH, r = e / (T / GV), c = e % (T / GV) * GV;
+        int r, c;
+        slot(l, &r, &c);
         __local float *q = panel + (r * LDL + c) * PARTS;
 #if GV == 4
         float h0, h1, h2, h3, l0, l1, l2, l3;
@@ -159,7 +170,7 @@ static void store(__local float *panel, const GT *next)
         operand(next[l].s3, &h3, &l3);
 #if PARTS == 2
         const float4 first = (float4)(h0, l0, h1, l1), second = (float4)(h2, l2, h3, l3);
-        const int swap = (lid >> 2) & 1;                    // see "Bank conflicts" above
+        const int swap = (get_local_id(0) >> 2) & 1;        // see "Bank conflicts" above
         *(__local float4 *)(q + 4 * swap) = swap ? second : first;
         *(__local float4 *)(q + 4 - 4 * swap) = swap ? first : second;
 #else
@@ -208,10 +219,11 @@ inline void copies_wait(void)
 static void copy_chunk(__local float *panel, __global const float *restrict x, const int m, const int n,
                        const int ldx, const int k0, const int c0)
 {
-    const int lid = get_local_id(0);
 #pragma unroll
     for (int l = 0; l < LOADS; ++l) {
-        const int e = lid + l * NTH, r = e / (T / 4), c = e % (T / 4) * 4, k = k0 + r, col = c0 + c;
+        int r, c;
+        slot(l, &r, &c);                             // GV is 4 here
+        const int k = k0 + r, col = c0 + c;
         const bool ok = k < m && col < n;
         copy16(panel + r * LDL + c, ok ? x + (size_t)k * ldx + col : x, ok);
     }
@@ -230,6 +242,19 @@ static void prefetch_l2(__global const float *x, const int m, const int n, const
 #endif
 }
 
+// A raw float from local memory as the mma takes it: hi (and in MODE 2 lo).
+inline void split_raw(const float v, float *hi, float *lo)
+{
+#if MODE == 0
+    *hi = v;
+#else
+    *hi = tf32_round(v);
+#endif
+#if MODE == 2
+    *lo = tf32_round(v - *hi);
+#endif
+}
+
 // One operand of a fragment: row k, column c of a panel's stage.
 inline void part(__local const float *panel, const int k, const int c, float *hi, float *lo)
 {
@@ -238,9 +263,7 @@ inline void part(__local const float *panel, const int k, const int c, float *hi
     *hi = v.x;
     *lo = v.y;
 #elif LATE
-    const float v = panel[k * LDL + c];
-    *hi = tf32_round(v);
-    *lo = tf32_round(v - *hi);
+    split_raw(panel[k * LDL + c], hi, lo);
 #else
     *hi = panel[k * LDL + c];
 #endif
@@ -340,19 +363,6 @@ inline void row_values(__local const float *panel, const int k, const int c0, co
     } else {
         out[0] = row[g];
     }
-}
-
-// A raw float as the mma takes it: hi (and in MODE 2 lo), as part() splits it.
-inline void split_raw(const float v, float *hi, float *lo)
-{
-#if MODE == 0
-    *hi = v;
-#else
-    *hi = tf32_round(v);
-#endif
-#if MODE == 2
-    *lo = tf32_round(v - *hi);
-#endif
 }
 
 // chunk() with FEED's loads: the same mma in the same order.
