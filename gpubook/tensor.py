@@ -28,8 +28,8 @@ MODES = {"tf32-raw": 0, "tf32": 1, "3xtf32": 2}
 # FEED 1: cp.async copies, float4 fragment loads, red.global.add flushes
 # (four floats at a time off the diagonal) (kernels/tensor/xtx_tf32.cl). With
 # 2 x 2 warps of 64 x 64, 32.1 ms (tools/check_tensor.py; two work-groups of 4
-# warps on a compute unit): each operand a lane loads serves twice the mma of
-# a 32 x 64 block. 4 x 2 warps of 32 x 64, 42.2 ms (172 registers: one
+# warps on a compute unit): 12 mma per 16-byte local load, against 8 for a
+# 32 x 64 block. 4 x 2 warps of 32 x 64, 42.2 ms (172 registers: one
 # work-group of 8 warps); 2 x 4 spills, 44.3 ms. LATE 1 alone: local memory
 # holds the raw floats and each lane splits its operands as it loads them,
 # 44.0 ms; split early, (hi, lo) pairs in local memory, 66.3 ms (the last line). Local

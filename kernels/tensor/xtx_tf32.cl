@@ -115,16 +115,28 @@
 #define GT float
 #endif
 
-// A float as the tensor core will be given it: hi, and in MODE 2 lo
-// (with LATE, local memory keeps the raw float: hi = v until part splits it).
-inline void operand(const float v, float *hi, float *lo)
+// A raw float as the mma takes it: hi (and in MODE 2 lo).
+inline void split_raw(const float v, float *hi, float *lo)
 {
-#if MODE == 0 || LATE
+#if MODE == 0
     *hi = v;
 #else
     *hi = tf32_round(v);
 #endif
+#if MODE == 2
     *lo = tf32_round(v - *hi);
+#endif
+}
+
+// A float on its way into local memory: split there (hi, and in MODE 2 lo),
+// or with LATE kept raw (hi = v) until part splits it.
+inline void operand(const float v, float *hi, float *lo)
+{
+#if LATE
+    *hi = v;
+#else
+    split_raw(v, hi, lo);
+#endif
 }
 
 // The l-th piece of GV floats that this work-item moves of a panel's chunk:
@@ -239,19 +251,6 @@ static void prefetch_l2(__global const float *x, const int m, const int n, const
     const int which = lid / lines, e = lid % lines, k = k0 + e / (T / 32), c = (which ? j0 : i0) + e % (T / 32) * 32;
     if (which < (both ? 2 : 1) && k < m && c < n)
         asm volatile("prefetch.global.L2 [%0];" :: "l"((ulong)(x + (size_t)k * ldx + c)));
-#endif
-}
-
-// A raw float from local memory as the mma takes it: hi (and in MODE 2 lo).
-inline void split_raw(const float v, float *hi, float *lo)
-{
-#if MODE == 0
-    *hi = v;
-#else
-    *hi = tf32_round(v);
-#endif
-#if MODE == 2
-    *lo = tf32_round(v - *hi);
 #endif
 }
 
@@ -538,10 +537,17 @@ void xtx_tf32(__global const float *restrict x, const int m, const int n, const 
     if (!diag)
         copy_chunk(lb, x, m, n, ldx, 0, j0);
     copies_close();
+#else
+    GT na[LOADS], nb[LOADS];                         // the next chunk, on its way
+    fetch(na, x, m, n, ldx, 0, i0);
+    if (!diag)
+        fetch(nb, x, m, n, ldx, 0, j0);
+#endif
     // Each FLUSH rows, the warps add their sums into S (flush): out of the
     // inner loop, whose registers then hold nothing of the flush.
     for (int kb = 0, st = 0; kb < m; kb += FLUSH) {
         for (int k0 = kb; k0 < min(kb + FLUSH, m); k0 += KC, st ^= 1) {
+#if ASYNC
             copies_wait();
             barrier(CLK_LOCAL_MEM_FENCE);
             prefetch_l2(x, m, n, ldx, k0 + AHEAD * KC, i0, j0, !diag);
@@ -551,17 +557,7 @@ void xtx_tf32(__global const float *restrict x, const int m, const int n, const 
                     copy_chunk(lb + (st ^ 1) * STAGE, x, m, n, ldx, k0 + KC, j0);
             }
             copies_close();
-            chunk_any(acc, la + st * STAGE, lbx + st * STAGE, wm, wn, diag, scr);
-        }
-        flush(acc, s, lds, n, i0, j0, wm, wn, diag, kb == 0);
-    }
 #else
-    GT na[LOADS], nb[LOADS];                         // the next chunk, on its way
-    fetch(na, x, m, n, ldx, 0, i0);
-    if (!diag)
-        fetch(nb, x, m, n, ldx, 0, j0);
-    for (int kb = 0, st = 0; kb < m; kb += FLUSH) {
-        for (int k0 = kb; k0 < min(kb + FLUSH, m); k0 += KC, st ^= 1) {
             // A work-item that stores chunk c + 1 while others still compute on
             // chunk c writes the other stage: one barrier per chunk is enough.
             store(la + st * STAGE, na);
@@ -573,9 +569,9 @@ void xtx_tf32(__global const float *restrict x, const int m, const int n, const 
                 if (!diag)
                     fetch(nb, x, m, n, ldx, k0 + KC, j0);
             }
+#endif
             chunk_any(acc, la + st * STAGE, lbx + st * STAGE, wm, wn, diag, scr);
         }
         flush(acc, s, lds, n, i0, j0, wm, wn, diag, kb == 0);
     }
-#endif
 }
