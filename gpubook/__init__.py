@@ -5,7 +5,8 @@ device choice, kernel building, event timing and sweeps, problem scale,
 plots and recorded results.
 """
 from .device import (DeviceChoiceError, chapter_needs_fp64, check_work_group, choose_device, device_kind,
-                     device_summary, has_fp64, list_devices, make_queue, open_device, require_fp64)
+                     device_summary, has_fp64, list_devices, make_queue, open_device, pinned_empty,
+                     require_fp64)
 from . import launch
 from .host import host_baseline
 from .kernels import KernelBuildError, build, kernel, show_kernel
@@ -21,7 +22,8 @@ from .timing import Timing, event_seconds, stats, sweep, table, time_events
 
 __all__ = [
     "DeviceChoiceError", "chapter_needs_fp64", "check_work_group", "choose_device", "device_kind",
-    "device_summary", "has_fp64", "list_devices", "make_queue", "open_device", "require_fp64",
+    "device_summary", "has_fp64", "list_devices", "make_queue", "open_device", "pinned_empty",
+    "require_fp64",
     "KernelBuildError", "build", "kernel", "show_kernel", "LaunchError", "launch",
     "copy_gbs", "fp32_gflops", "fp64_gflops", "h2d_gbs",
     "plot_sweep", "plot_time_bars", "TileError", "tile_label",

@@ -139,3 +139,14 @@ def plot_time_bars(runs, title, device_name, ax=None):
     if names:
         ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, frameon=False)
     return ax
+
+
+IDLE = "#f2f2f2"
+
+
+def new_figure(*args, **kwargs):
+    """plt.subplots with an opaque white background (the site has a dark mode)."""
+    fig, axes = plt.subplots(*args, **kwargs)
+    fig.patch.set_facecolor("white")
+    fig.patch.set_alpha(1.0)
+    return fig, axes

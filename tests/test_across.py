@@ -7,7 +7,8 @@ import matplotlib.pyplot as plt
 import pytest
 from matplotlib.text import Annotation
 
-from gpubook.chapters import across as ac, across_plots as ap, roofline as rf
+from gpubook.chapters import across as ac
+from gpubook.chapters.across import figures as ap, roofline as rf
 from gpubook.paths import RESULTS
 
 DEVICES = sorted(p.parent.name for p in RESULTS.glob("*/00_device.json")

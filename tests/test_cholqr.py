@@ -8,7 +8,8 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
-from gpubook.chapters import cholqr, lsq, tsqr
+from gpubook.chapters import lsq
+from gpubook.chapters.lsq import cholqr, tsqr
 
 SMALL = {"TM": 16, "TN": 16, "WM": 2, "WN": 2, "K": 4, "STAGES": 2}
 WIDE = {"TM": 32, "TN": 16, "WM": 4, "WN": 2, "K": 4, "STAGES": 2}

@@ -1,4 +1,4 @@
-"""Chapter 8's step 6 on the page (gpubook.chapters.cholqr_figures): the
+"""Chapter 8's step 6 on the page (gpubook.chapters.lsq.measure and figures): the
 stages of a traced CholeskyQR2 against the host's loop, the bands of Q1 against
 the triangle they must cover, the tiles chosen for a small device, the timing
 and checking helpers, the fallback on ill-conditioned data, and the figure."""
@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import gpubook as gb
-from gpubook.chapters import cholqr, lsq, tsqr
-from gpubook.chapters import cholqr_figures as cf
+from gpubook.chapters import lsq
+from gpubook.chapters.lsq import cholqr, tsqr
+from gpubook.chapters.lsq import measure as lm
 
 SMALL = {"TM": 16, "TN": 16, "WM": 2, "WN": 2, "K": 4, "STAGES": 2}
 WIDE = {"TM": 32, "TN": 16, "WM": 4, "WN": 2, "K": 4, "STAGES": 2}
@@ -30,8 +31,8 @@ def traced(fp64_env):
 
 def test_phases_follow_the_host_loop(traced):
     cq, _, _, trace = traced
-    stages = dict(cf.phases([name for name, _ in trace]))
-    assert list(stages) == cf.STAGE_LABELS
+    stages = dict(lm.phases([name for name, _ in trace]))
+    assert list(stages) == lm.STAGE_LABELS
     blocks = -(-cq.C // cq.chol.CB)
     bands = -(-cq.C // cq.band)
     # per block: the diagonal block and the column solve; below every block but the last,
@@ -45,13 +46,13 @@ def test_phases_follow_the_host_loop(traced):
 
 def test_phases_refuse_what_is_not_one_factorisation():
     with pytest.raises(ValueError, match="not a launch"):
-        cf.phases(["tiles: Gram", "tsqr_leaf"])
+        lm.phases(["tiles: Gram", "tsqr_leaf"])
     with pytest.raises(ValueError, match="not one whole"):
-        cf.phases(["tiles: Gram", "chol_diag"])
+        lm.phases(["tiles: Gram", "chol_diag"])
 
 
 def test_q1_bands_cover_the_upper_triangle_and_skip_below():
-    mask, bands = cf.q1_parts(70, 32)
+    mask, bands = lsq.figures.q1_parts(70, 32)
     assert bands == [(0, 32), (32, 64), (64, 70)]
     upper = np.triu(np.ones((70, 70), bool))
     assert mask[upper].all()                                   # every entry that can be non-zero is summed
@@ -59,12 +60,12 @@ def test_q1_bands_cover_the_upper_triangle_and_skip_below():
         assert mask[:j1, j0:j1].all() and not mask[j1:, j0:j1].any()
     assert mask.sum() == sum(j1 * (j1 - j0) for j0, j1 in bands)
     with pytest.raises(ValueError):
-        cf.q1_parts(0, 8)
+        lsq.figures.q1_parts(0, 8)
 
 
 def test_q1_bands_match_the_launches(traced):
     cq, _, _, trace = traced
-    _, bands = cf.q1_parts(cq.C, cq.band)
+    _, bands = lsq.figures.q1_parts(cq.C, cq.band)
     assert sum(1 for name, _ in trace if name == "tiles: Q1 = A R1^-1") == len(bands)
 
 
@@ -73,55 +74,55 @@ def test_product_flops_count_the_useful_multiply_adds():
     gram = sum(2 * m for i in range(c) for j in range(i + 1))            # one triangle of dot products
     q1 = sum(2 * m * (j + 1) for j in range(c))                          # column j sums rows 0..j of R1^-1
     r2r1 = sum(2 for i in range(c) for j in range(i, c) for k in range(i, j + 1))
-    assert cf.product_flops(m, c) == 2 * gram + q1 + r2r1
+    assert lm.product_flops(m, c) == 2 * gram + q1 + r2r1
 
 
 def test_portable_shapes_fit_the_device():
     roomy = SimpleNamespace(max_work_group_size=1024, local_mem_size=96 * 1024)
-    assert cf.portable_shapes(roomy) == {}
+    assert lm.portable_shapes(roomy) == {}
     small = SimpleNamespace(max_work_group_size=64, local_mem_size=64 * 1024)
-    chosen = cf.portable_shapes(small)
+    chosen = lm.portable_shapes(small)
     assert set(chosen) == {"update_shape", "product_shape", "inverse_shape"}   # the Gram tile has 64 work-items
     for shape in chosen.values():
         assert gb.tiles.work_items(shape) <= 64
     assert chosen["update_shape"]["TM"] == chosen["update_shape"]["TN"]
     with pytest.raises(gb.TileError):
-        cf.portable_shapes(SimpleNamespace(max_work_group_size=2, local_mem_size=64 * 1024))
+        lm.portable_shapes(SimpleNamespace(max_work_group_size=2, local_mem_size=64 * 1024))
 
 
 def test_timing_and_the_check_of_the_fit(fp64_env):
     _, ctx, queue = fp64_env
     x, y = lsq.make_problem(400, 12, seed=4)
     cq = cholqr.CholeskyQR2(ctx, queue, 13, block=8, band=16, **SHAPES)
-    found, r = cf.time_factor(cq, np.column_stack([x, y]), repeats=1)
+    found, r = lm.time_factor(cq, np.column_stack([x, y]), repeats=1)
     assert found["method"] == "CholeskyQR2" and found["launches"] == sum(found["stage_launches"].values())
     assert np.isclose(sum(found["stage_s"].values()), sum(found["by_kernel"].values()))
-    error, factor, gap = cf.fit_check(r, x, y)
+    error, factor, gap = lm.fit_check(r, x, y)
     a = np.column_stack([x, y])
     assert error < 1e-13 and np.isclose(error, tsqr.gram_error(r, a), rtol=0, atol=1e-16)
-    assert cf.gram_error(r, None, a.T @ a) == error
+    assert lm.gram_error(r, None, a.T @ a) == error
     assert gap < 1e-10 and np.isclose(factor.rss_nested()[12], lsq.rss_lstsq(x, y))
-    found_t, r_t = cf.time_tsqr(ctx, queue, a, repeats=1)
-    assert found_t["launches"] >= 1 and cf.gram_error(r_t, a) < 1e-13
+    found_t, r_t = lm.time_tsqr(ctx, queue, a, repeats=1)
+    assert found_t["launches"] >= 1 and lm.gram_error(r_t, a) < 1e-13
     with pytest.raises(ValueError):
-        cf.time_factor(cq, np.ones((5, 4)))
+        lm.time_factor(cq, np.ones((5, 4)))
 
 
 def test_ill_conditioned_data_fall_back_to_tsqr(fp64_env):
     _, ctx, queue = fp64_env
-    a = cf.ill_conditioned(200, 12, top=1e9)
+    a = lm.ill_conditioned(200, 12, top=1e9)
     assert np.linalg.cond(a) > 1e8
     cq = cholqr.CholeskyQR2(ctx, queue, 12, block=8, band=16, **SHAPES)
-    found, r = cf.time_factor(cq, a, repeats=1)
+    found, r = lm.time_factor(cq, a, repeats=1)
     assert found["method"] == "TSQR" and found["cond_estimate"] > cholqr.COND_LIMIT and found["stage_launches"] == {}
     assert tsqr.gram_error(r, a) < 1e-12
     with pytest.raises(ValueError):
-        cf.ill_conditioned(3, 5)
+        lm.ill_conditioned(3, 5)
 
 
 def test_the_figure_draws(traced):
     cq, _, _, trace = traced
-    fig = cf.draw_launches(trace, cq.C, cq.band)
+    fig = lsq.figures.draw_launches(trace, cq.C, cq.band)
     assert len(fig.axes) == 2 and fig.patch.get_alpha() == 1.0
     assert fig.patch.get_facecolor()[:3] == (1.0, 1.0, 1.0)
     plt.close("all")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import gpubook as gb
-from gpubook.chapters import covariance as cv, outofcore as oc
+from gpubook.chapters import covariance as cv
 from gpubook.timeline import busy_ms, spans
 
 TILE = cv.shape(32, 4, 4, 8, stages=2)
@@ -80,35 +80,35 @@ def test_tile_shapes_respect_the_device():
 
 def test_row_blocks_fit_the_budget_and_cover_the_data():
     budget = 50 * 2**20
-    rows = oc.plan_rows(budget, 1000)
-    assert rows % cv.ROW_PAD == 0 and oc.stream_bytes(1000, rows) <= budget
-    assert oc.stream_bytes(1000, rows + cv.ROW_PAD) > budget
-    assert oc.plan_rows(budget, 1000, m=100) == 128
-    parts = oc.blocks(1000, 384)
+    rows = cv.plan_rows(budget, 1000)
+    assert rows % cv.ROW_PAD == 0 and cv.stream_bytes(1000, rows) <= budget
+    assert cv.stream_bytes(1000, rows + cv.ROW_PAD) > budget
+    assert cv.plan_rows(budget, 1000, m=100) == 128
+    parts = cv.blocks(1000, 384)
     assert parts == [(0, 384), (384, 384), (768, 232)]
 
 
 def test_a_budget_below_one_block_names_the_minimum():
-    need = oc.stream_bytes(4096, cv.ROW_PAD)
+    need = cv.stream_bytes(4096, cv.ROW_PAD)
     with pytest.raises(ValueError, match=f"at least {need:,} bytes"):
-        oc.plan_rows(need - 1, 4096)
-    assert oc.plan_rows(need, 4096) == cv.ROW_PAD
+        cv.plan_rows(need - 1, 4096)
+    assert cv.plan_rows(need, 4096) == cv.ROW_PAD
     with pytest.raises(ValueError, match="cannot hold one pair of panels"):
-        oc.plan_pairs(10_000, 300)
+        cv.plan_pairs(10_000, 300)
 
 
 def test_pair_plan_takes_the_widest_panel_that_fits():
     budget = 48 * 2**20
-    width, rows = oc.plan_pairs(budget, 4096)
-    assert width % cv.COL_PAD == 0 and rows >= oc.MIN_PAIR_ROWS
-    assert oc.pair_bytes(width, rows) <= budget
+    width, rows = cv.plan_pairs(budget, 4096)
+    assert width % cv.COL_PAD == 0 and rows >= cv.MIN_PAIR_ROWS
+    assert cv.pair_bytes(width, rows) <= budget
     wider = width + cv.COL_PAD
-    assert oc.pair_bytes(wider, oc.MIN_PAIR_ROWS) > budget
+    assert cv.pair_bytes(wider, cv.MIN_PAIR_ROWS) > budget
 
 
 def test_pairs_cover_the_lower_triangle_once_diagonal_first(cl_env):
     device, ctx, _ = cl_env
-    tp = oc.TilePairs(ctx, device, 300, 10**8, TILE, width=128, rows=64)
+    tp = cv.TilePairs(ctx, device, 300, 10**8, TILE, width=128, rows=64)
     assert tp.panels() == [(0, 128), (128, 128), (256, 44)]
     pairs = tp.pairs()
     assert sorted(pairs) == sorted((a, b) for a in range(3) for b in range(a + 1))
@@ -119,12 +119,12 @@ def test_pairs_cover_the_lower_triangle_once_diagonal_first(cl_env):
 def test_stream_matches_in_core_within_budget(cl_env, small):
     device, ctx, queue = cl_env
     data, ref = small
-    x = oc.pinned_empty(ctx, queue, (3 * 130, 70))
+    x = gb.pinned_empty(ctx, queue, (3 * 130, 70))
     for r in range(3):
         x[r * 130:(r + 1) * 130] = data.x
-    budget = oc.stream_bytes(70, 128)
-    st = oc.Stream(ctx, device, 70, budget, TILE)
-    assert st.bytes <= budget and len(oc.blocks(390, st.rows)) == 4
+    budget = cv.stream_bytes(70, 128)
+    st = cv.Stream(ctx, device, 70, budget, TILE)
+    assert st.bytes <= budget and len(cv.blocks(390, st.rows)) == 4
     cv.check(st.run(x), ref, 1e-4)
     rows = spans(st.lanes)
     assert {r[0] for r in rows} == {"copy queue", "compute queue"}
@@ -137,7 +137,7 @@ def test_stream_matches_in_core_within_budget(cl_env, small):
 def test_tile_pairs_gather_and_scatter(cl_env, gather):
     device, ctx, _ = cl_env
     data = cv.make_data(200, 150, seed=4)
-    tp = oc.TilePairs(ctx, device, 150, 10**8, TILE, width=64, rows=64)
+    tp = cv.TilePairs(ctx, device, 150, 10**8, TILE, width=64, rows=64)
     cv.check(tp.run(data.x, gather), cv.reference(data.x), 1e-4)
     with pytest.raises(ValueError, match="gather must be"):
         tp.run(data.x, "scatter")

@@ -1,4 +1,4 @@
-"""Chapter 6's tensor-core step (gpubook.chapters.covariance_tensor): the step runs
+"""Chapter 6's tensor-core step (gpubook.chapters.covariance.tensor_cores): the step runs
 through the chapter's own pipeline (centring, padded S, finishing kernel) and its
 errors are the chapter's; on a CPU the warp's product is emulated. The figure of
 the split is drawn from the split's own bits."""
@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 import gpubook as gb  # noqa: E402
 from gpubook import tensor  # noqa: E402
 from gpubook.chapters import covariance as cv  # noqa: E402
-from gpubook.chapters import covariance_tensor as ct  # noqa: E402
+from gpubook.chapters.covariance import tensor_cores as ct  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pyopencl as cl
 import pytest
 
 from gpubook import dmma
-from gpubook.chapters import cholqr, tsqr
+from gpubook.chapters.lsq import cholqr, tsqr
 
 SMALL = {"TM": 16, "TN": 16, "WARPS_M": 2, "WARPS_N": 1, "KC": 4}
 EMULATE = True

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import gpubook as gb
-from gpubook.chapters import covariance_figures as cf
+from gpubook.chapters.covariance import figures as cf
 
 SHAPE = {"TM": 32, "TN": 32, "WM": 8, "WN": 8, "K": 4}
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import gpubook as gb
-from gpubook.chapters import logreg_figures as lf
-from gpubook.chapters import reduction_figures as rf
-from gpubook.chapters import transpose_figures as tf
+from gpubook.chapters.logreg import figures as lf
+from gpubook.chapters.reduction import figures as rf
+from gpubook.chapters.transpose import figures as tf
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from gpubook.chapters import lsq_figures as lf
+from gpubook.chapters.lsq import figures as lf
 
 
 def test_row_update_owners_follow_the_kernel_loop():

@@ -3,8 +3,9 @@ ordered and drawn for any number of devices."""
 import matplotlib.pyplot as plt
 import pytest
 
-from gpubook.chapters import multi, multi_figures as mf
-from gpubook.chapters.outofcore import blocks
+from gpubook.chapters import multi
+from gpubook.chapters.multi import figures as mf
+from gpubook.stream import blocks
 
 
 @pytest.mark.parametrize("devices", [1, 3])

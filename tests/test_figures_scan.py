@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import gpubook as gb
-from gpubook.chapters import scan_figures as sf
+from gpubook.chapters.scan import figures as sf
 
 A, I, N = sf.AGGREGATE, sf.INCLUSIVE, sf.NONE
 

@@ -198,7 +198,7 @@ def test_one_change_steps_add_one_option_per_row(device_trainer):
 def test_reference_sweeps_rename_by_prefix_and_drop_empty(monkeypatch):
     entries = {"a": {"device": "GPU A", "data": {"examples": [{"variant": "fastest config, N = 128", "rate": 1}]}},
                "b": {"device": "CPU B", "data": {"examples": [{"variant": "float4, N = 4096", "rate": 2}]}}}
-    monkeypatch.setattr(lr, "other_devices", lambda chapter, device: entries)
+    monkeypatch.setattr(lr.measure, "other_devices", lambda chapter, device: entries)
     got = lr.reference_sweeps("04_vector_types", None, key="examples", prefixes={"fastest config": "mine"})
     assert got == {"GPU A": [{"variant": "mine", "rate": 1}]}
     assert lr.reference_sweeps("04_vector_types", None, key="examples", variants=["nothing"]) == {}

@@ -11,7 +11,7 @@ import pytest
 import gpubook as gb
 from gpubook import resources
 from gpubook.chapters import machine
-from gpubook.chapters import machine_figures as figures
+from gpubook.chapters.machine import figures
 
 matplotlib.use("Agg")
 
@@ -103,7 +103,7 @@ def test_working_sets_and_sizes(dev):
     sizes = machine.working_sets(device, "small")
     assert sizes[0] == 4096 and sizes[-1] == machine.largest_working_set(device, "small")
     assert all(b > a and b & (b - 1) == 0 for a, b in zip(sizes, sizes[1:]))
-    assert sizes[-1] >= 2**26 or sizes[-1] == machine._pow2_floor(device.max_mem_alloc_size // 4)
+    assert sizes[-1] >= 2**26 or sizes[-1] == machine.pow2_floor(device.max_mem_alloc_size // 4)
     assert machine.human_bytes(4096) == "4 KiB" and machine.human_bytes(3 * 2**29) == "1.5 GiB"
 
 

@@ -8,7 +8,9 @@ import time
 import numpy as np
 import pytest
 
-from gpubook.chapters import cluster, covariance as cv, multi, outofcore as oc, subsets as su
+from gpubook import stream as oc, subsets as su, xtx as cv
+from gpubook.chapters import multi
+from gpubook.chapters.multi import cluster, store as rowstore
 
 TILE = cv.shape(64, 4, 4, 16)
 TOL = 1e-4
@@ -113,12 +115,12 @@ def test_h2d_together_is_a_rate(lanes, data):
 @pytest.fixture(scope="module")
 def store(tmp_path_factory, data):
     x, _ = data
-    return cluster.save_rows(str(tmp_path_factory.mktemp("store") / "x.npy"), x)
+    return rowstore.save_rows(str(tmp_path_factory.mktemp("store") / "x.npy"), x)
 
 
 def test_store_reads_the_rows_back(store, data):
     x, _ = data
-    f = cluster.RowFile(store, x.shape[1])
+    f = rowstore.RowFile(store, x.shape[1])
     out = np.empty((37, x.shape[1]), np.float32)
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(3) as pool:
@@ -130,7 +132,7 @@ def test_store_reads_the_rows_back(store, data):
 def test_threads_reading_the_store_match_and_its_rate_is_measured(lanes, store, data):
     x, ref = data
     mc = multi.Covariance(lanes, x.shape[1], oc.stream_bytes(x.shape[1], 128), TILE, m=len(x))
-    read = cluster.StoreReader(lanes, store, x.shape[1], mc.rows)
+    read = rowstore.StoreReader(lanes, store, x.shape[1], mc.rows)
     try:
         assert cv.error(mc.run(x, 2, read=read), ref) < TOL
         assert 0 < read.rate(blocks=3) < float("inf")
@@ -141,13 +143,13 @@ def test_threads_reading_the_store_match_and_its_rate_is_measured(lanes, store, 
 def test_store_refuses_the_wrong_shape_or_type(tmp_path, store, data):
     x, _ = data
     with pytest.raises(ValueError, match="expected C-ordered float32 rows with n = 73 columns"):
-        cluster.RowFile(store, 73)
+        rowstore.RowFile(store, 73)
     np.save(tmp_path / "d.npy", x.astype(np.float64))
     with pytest.raises(ValueError, match="float64"):
-        cluster.RowFile(str(tmp_path / "d.npy"))
+        rowstore.RowFile(str(tmp_path / "d.npy"))
     (tmp_path / "junk.npy").write_bytes(b"not numpy")
     with pytest.raises(ValueError, match="not a readable .npy"):
-        cluster.RowFile(str(tmp_path / "junk.npy"))
+        rowstore.RowFile(str(tmp_path / "junk.npy"))
 
 
 @pytest.fixture(scope="module")
@@ -188,13 +190,13 @@ def test_dask_recovers_a_killed_worker_exactly(client, store, data, tmp_path):
 def test_save_rows_writes_over_a_file_of_the_same_shape_in_place(tmp_path):
     path = str(tmp_path / "s.npy")
     a = np.arange(12, dtype=np.float32).reshape(4, 3)
-    cluster.save_rows(path, a)
+    rowstore.save_rows(path, a)
     inode = os.stat(path).st_ino
-    cluster.save_rows(path, a[::-1].copy())
+    rowstore.save_rows(path, a[::-1].copy())
     assert os.stat(path).st_ino == inode and np.array_equal(np.load(path), a[::-1])
-    cluster.save_rows(path, a[:2])  # another shape: a new file
+    rowstore.save_rows(path, a[:2])  # another shape: a new file
     assert np.array_equal(np.load(path), a[:2])
-    cluster.save_rows(path, a.astype(np.float64))
+    rowstore.save_rows(path, a.astype(np.float64))
     assert np.load(path).dtype == np.float64
 
 

@@ -10,7 +10,8 @@ import pyopencl as cl
 import pytest
 
 import gpubook as gb
-from gpubook.chapters.reduction import STEPS, DeviceSum, default_work_group
+from gpubook.chapters.reduction import STEPS, DeviceSum
+from gpubook.device import default_work_group
 
 RTOL = 1e-5
 
@@ -112,8 +113,8 @@ class _Capped:
 def test_default_work_group_follows_the_built_kernel(monkeypatch):
     import pyopencl.array as cla
     from gpubook.chapters import reduction as rd
-    real = rd.kernel
-    monkeypatch.setattr(rd, "kernel", lambda *a, **k: _Capped(real(*a, **k), 32))
+    real = rd.steps.kernel
+    monkeypatch.setattr(rd.steps, "kernel", lambda *a, **k: _Capped(real(*a, **k), 32))
     ctx, queue = gb.make_queue()
     x = np.random.default_rng(2).random(10_001).astype(np.float32)
     buf = cla.to_device(queue, x)

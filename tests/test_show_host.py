@@ -14,7 +14,7 @@ from gpubook.chapters import scan
 def test_show_code_names_where_it_lives_and_shows_the_source():
     md = gb.show_code(scan.DeviceScan.enqueue).data
     head, _, rest = md.partition("\n\n")
-    assert head == "`gpubook/chapters/scan.py`, `DeviceScan.enqueue`"
+    assert head == "`gpubook/chapters/scan/steps.py`, `DeviceScan.enqueue`"
     assert rest.startswith("```python\ndef enqueue(self,") and rest.endswith("\n```")
     body = rest[len("```python\n"):-len("\n```")]
     assert body == textwrap.dedent(inspect.getsource(scan.DeviceScan.enqueue)).rstrip()

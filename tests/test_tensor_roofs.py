@@ -8,7 +8,8 @@ import matplotlib.pyplot as plt
 import pytest
 
 import gpubook as gb
-from gpubook.chapters import across as ac, across_plots as ap, roofline as rf
+from gpubook.chapters import across as ac
+from gpubook.chapters.across import figures as ap, roofline as rf
 from gpubook.paths import RESULTS
 
 GPU, OTHER_GPU, CPU = "nvidia-h200", "nvidia-h100-80gb-hbm3", "cpu-skylake-avx512-intel-r-xeon-r-processor"

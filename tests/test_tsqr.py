@@ -5,7 +5,8 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
-from gpubook.chapters import lsq, tsqr
+from gpubook.chapters import lsq
+from gpubook.chapters.lsq import tsqr
 
 def assert_r_matches(r, a):
     """R'R = A'A to 1e-12 of its largest entry, |R| = |numpy's R| (rows may differ in sign)."""

@@ -89,7 +89,7 @@ def test_measured_figures_are_timed_recorded_and_merged(monkeypatch, capsys, res
         used[figure] = (shape, dev, torch_.backends.cuda.matmul.allow_tf32)
         return (lambda: None), (lambda: 1e-7)
 
-    monkeypatch.setattr(vendor, "_workload", workload)
+    monkeypatch.setattr(vendor, "torch_workload", workload)
     FakeEvent.times = [1.0] * 16 + [2.0, 2.0, 3.0, 9.0]  # ms, one per repeat
     found = vendor.measure(H200, "sum", shapes={"sum": (1000,)}, scale="small")
     entry = found["sum"]
@@ -125,7 +125,7 @@ def test_a_failing_library_never_fails_the_chapter(monkeypatch, capsys, results)
     def out_of_memory(*args):
         raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB\nmore")
 
-    monkeypatch.setattr(vendor, "_workload", out_of_memory)
+    monkeypatch.setattr(vendor, "torch_workload", out_of_memory)
     assert vendor.measure(H200, "qr", scale="small") is None
     assert "measuring failed on NVIDIA H200: CUDA out of memory" in one_line(capsys)
 
@@ -193,7 +193,7 @@ def test_without_cupy_or_nvcc_one_line_and_nothing(no_cuda_libraries, capsys, re
 def test_what_is_missing_is_named_beside_what_was_measured(monkeypatch, capsys, results):
     monkeypatch.setattr(vendor, "_import_torch", fake_torch)
     monkeypatch.setattr(vendor, "_import_cupy", lambda: None)
-    monkeypatch.setattr(vendor, "_workload", lambda *a: ((lambda: None), (lambda: 1e-7)))
+    monkeypatch.setattr(vendor, "torch_workload", lambda *a: ((lambda: None), (lambda: 1e-7)))
     FakeEvent.times = [1.0] * 20
     found = vendor.measure(H200, ("syrk", "sum"), scale="small")
     assert list(found) == ["sum"] and found["sum"]["what"] == "torch.sum(x) on float32"
@@ -230,7 +230,7 @@ def test_syrk_through_cupy_is_timed_and_recorded(monkeypatch, capsys, results):
         used[figure] = shape
         return (lambda: None), (lambda: 2e-7), None
 
-    monkeypatch.setattr(vendor, "_cupy_workload", workload)
+    monkeypatch.setattr(vendor, "cupy_workload", workload)
     FakeCupyEvent.times = [4.0] * 7 + [5.0] * 3
     found = vendor.measure(H200, "syrk", scale="small")
     entry = found["syrk"]
@@ -285,7 +285,7 @@ def test_a_failing_program_falls_back_to_cupy_and_says_so(monkeypatch, capsys, r
     assert one_line(capsys) == ("vendor libraries: vendor_cub sum failed: cudaMalloc(&in, ...) failed: out of "
                                 "memory on NVIDIA H200; CuPy is not installed here (cub_sum not measured)")
     monkeypatch.setattr(vendor, "_import_cupy", fake_cupy)
-    monkeypatch.setattr(vendor, "_cupy_workload", lambda cupy, figure, shape: ((lambda: None), (lambda: 0.0), None))
+    monkeypatch.setattr(vendor, "cupy_workload", lambda cupy, figure, shape: ((lambda: None), (lambda: 0.0), None))
     FakeCupyEvent.times = [1.0] * 20
     entry = vendor.measure(H200, "cub_sum", scale="small")["cub_sum"]
     assert entry["label"] == vendor.CUPY_CUB["cub_sum"][0] and "cupy.cuda.cub.device_reduce" in entry["what"]
@@ -366,7 +366,7 @@ def test_the_tf32_gemm_runs_with_tf32_allowed_and_only_it(monkeypatch, capsys, r
         used[figure] = torch_.backends.cuda.matmul.allow_tf32
         return (lambda: None), (lambda: 3e-4)
 
-    monkeypatch.setattr(vendor, "_workload", workload)
+    monkeypatch.setattr(vendor, "torch_workload", workload)
     FakeEvent.times = [2.0] * 22
     found = vendor.measure(H200, ("xtx", "xtx_tf32"), shapes={"xtx": (64, 8), "xtx_tf32": (64, 8)}, scale="small")
     assert used == {"xtx": False, "xtx_tf32": True} and torch.backends.cuda.matmul.allow_tf32 is True

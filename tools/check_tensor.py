@@ -1,4 +1,4 @@
-"""Issue 26 on the GPU host: tensor cores through inline PTX, and chapter 8's
+"""On the GPU host: tensor cores through inline PTX, and chapter 8's
 communication-avoiding QR, checked and timed against the vendor's libraries.
 
     python3 tools/check_tensor.py            (PYOPENCL_CTX picks the device, as everywhere)
@@ -18,7 +18,7 @@ Items, each caught on its own (one failing never stops the others):
   square      25,000 x 5,000 (+ y): CholeskyQR2's full factorisation against cuSOLVER,
               and TSQR as a panel (25,000 x 16 and x 128), float64
 The last lines are one summary line per item: PASS, FAIL, INFO (measured, no
-floor) or SKIP, with the reason. Floors: issue 26 (H200, same run).
+floor) or SKIP, with the reason. Floors: the book's aims for the H200 (same run).
 """
 import os
 import sys
@@ -34,7 +34,7 @@ import pyopencl as cl  # noqa: E402
 import gpubook as gb  # noqa: E402
 from gpubook import tensor  # noqa: E402
 from gpubook.chapters import covariance as cv  # noqa: E402
-from gpubook.chapters import cholqr, tsqr  # noqa: E402
+from gpubook.chapters.lsq import cholqr, tsqr  # noqa: E402
 from gpubook.timing import time_events  # noqa: E402
 
 BUDGET_S = 170
@@ -140,7 +140,7 @@ def peak(ctx, queue, kind):
         say(f"  {chains} chains per warp: {rate:.1f} TFLOP/s ({t.median * 1e3:.2f} ms per launch)")
         best = max(best or 0.0, rate)
     result(f"peak-{kind}", "INFO", f"{best:.1f} TFLOP/s (mma.sync {'m16n8k8 TF32' if kind == 'tf32' else 'm8n8k4 FP64'}, "
-           f"best of 4/8/16 chains; chapter 0 records it; no floor in issue 26)")
+           f"best of 4/8/16 chains; chapter 0 records it; no floor)")
 
 
 def xtx(ctx, queue, m=131_072, n=4_096):

@@ -1,0 +1,213 @@
+"""Chapter 6's last step, NVIDIA only: S = XcᵀXc on the TF32 tensor cores
+(gpubook.tensor, kernels/tensor/xtx_tf32.cl), run on the chapter's own centred,
+padded data and finished by its own kernel, so that C is checked and timed as
+every other step is; and the figure of the 3xTF32 split.
+
+On a device without tensor cores reachable from OpenCL, `mode_errors` runs the
+same kernel with the warp's product emulated in local memory (at most
+EMULATED_MAX of the data): that checks the kernel's arithmetic on any device,
+never the tensor cores or their speed.
+"""
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.patches import Rectangle
+
+from ... import tensor
+from ...kernels import KernelBuildError
+from ...launch import LaunchError
+from ... import xtx
+from .incore import Covariance
+
+MODES = tuple(tensor.MODES)                              # 'tf32-raw', 'tf32', '3xtf32'
+EMULATED_SHAPE = {"T": 16, "WARPS_M": 1, "WARPS_N": 1, "KC": 8}  # one warp a work-group: any device runs it
+EMULATED_MAX = (16_384, 256)                              # rows, features of the emulated check at most
+MANTISSA = {"float32": 23, "tf32": 10}                    # stored mantissa bits (the format's definition)
+
+
+def candidate_shapes():
+    """The tile shapes gpubook.tensor offers for the sweep (its one default where it offers no list)."""
+    return [dict(s) for s in (getattr(tensor, "XTX_SHAPES", None) or [tensor.XTX_SHAPE])]
+
+
+def shape_of(row):
+    """The tile shape of a sweep row (tensor.XTX_KEYS, and tensor.XTX_FLAGS where given)."""
+    return {k: row[k] for k in (*tensor.XTX_KEYS, *tensor.XTX_FLAGS) if k in row}
+
+
+def _fastest(rows):
+    """The sweep row of the smallest median (the first of equals); None for no rows."""
+    return min(rows, key=lambda r: r["median_s"]) if rows else None
+
+
+def _versus(before, after):
+    """How the time of sweep row `after` compares with `before`'s, as 'r× faster' or 'r× slower'."""
+    b, a = before["median_s"], after["median_s"]
+    return f"{b / a:.2f}× faster" if a < b else f"{a / b:.2f}× slower"
+
+
+def split_note(sweep):
+    """What the sweep says of where 3xTF32 splits its floats: the best time of each
+    (the shapes fed by cp.async aside: feed_note compares those)."""
+    if not sweep:
+        return "No tensor cores run here, so nothing was timed"
+    unfed = [r for r in sweep if not r.get("FEED")]
+    best = {late: _fastest([r for r in unfed if bool(r.get("LATE")) == late]) for late in (False, True)}
+    best = {late: row for late, row in best.items() if row is not None}
+    if len(best) < 2:
+        return f"The sweep here timed only the {'late' if True in best else 'early'} split"
+    early, late = best[False], best[True]
+    return (f"Split on the way into local memory, the best shape ({early['variant']}) takes "
+            f"{early['median_s'] * 1e3:.1f} ms; split as each lane loads its fragment, the best "
+            f"({late['variant']}) takes {late['median_s'] * 1e3:.1f} ms, " + _versus(early, late))
+
+
+def feed_note(sweep):
+    """What the sweep says of FEED (cp.async, float4 fragment loads, red flushes): its best time
+    against the best of the late split fed the old way."""
+    new = _fastest([r for r in sweep if r.get("FEED")])
+    was = _fastest([r for r in sweep if r.get("LATE") and not r.get("FEED")])
+    if new is None or was is None:
+        return "The sweep here did not time both ways of feeding the tensor cores"
+    return (f"Fed through registers, the best shape ({was['variant']}) takes {was['median_s'] * 1e3:.1f} ms; "
+            f"fed by cp.async with float4 fragment loads, the best ({new['variant']}) takes "
+            f"{new['median_s'] * 1e3:.1f} ms, " + _versus(was, new))
+
+
+def label(shape):
+    return (f"T {shape['T']}, warps {shape['WARPS_M']} x {shape['WARPS_N']}, KC {shape['KC']}, "
+            f"{32 * shape['WARPS_M'] * shape['WARPS_N']} work-items" + (", split late" if shape.get("LATE") else "")
+            + (", fed by cp.async" if shape.get("FEED") else ""))
+
+
+def covariance_events(cov, product):
+    """The tensor-core step from centred data to C, as `Covariance.covariance_events`:
+    S's lower triangle from cov.xc into cov.s (the padding rows and columns skipped),
+    then the chapter's finishing kernel."""
+    return [product.enqueue(cov.xc, cov.m, cov.n, cov.s, ldx=cov.np_, lds=cov.np_), cov.finish()]
+
+
+def run(cov, x, product):
+    """Upload, mean, centre, then the tensor-core step: C as a NumPy array."""
+    cov.upload(x)
+    cov.mean()
+    cov.centre()
+    covariance_events(cov, product)
+    return cov.result()
+
+
+def products(ctx, queue, shapes, mode="3xtf32", emulate=False):
+    """([(shape, XtX)] that build and launch here, [(shape, why not)] for the others)."""
+    built, skipped = [], []
+    for shape in shapes:
+        try:
+            built.append((shape, tensor.XtX(ctx, queue, mode, shape=shape, emulate=emulate)))
+        except (ValueError, LaunchError, KernelBuildError, tensor.TensorCoreError) as err:
+            skipped.append((shape, str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__))
+    return built, skipped
+
+
+def mode_errors(ctx, queue, cov, x, ref, shape=None, emulate=False):
+    """({mode: the chapter's error, xtx.error, of C from the tensor-core step}, (m, n) checked).
+
+    On the tensor cores: the page's `cov` and data. emulate=True: the warp's
+    product done in local memory, on any device, on at most EMULATED_MAX of x
+    (its own float64 reference when cut)."""
+    if emulate:
+        rows, cols = min(x.shape[0], EMULATED_MAX[0]), min(x.shape[1], EMULATED_MAX[1])
+        if (rows, cols) != x.shape:
+            x = np.ascontiguousarray(x[:rows, :cols])
+            ref = xtx.reference(x)
+            cov = Covariance(ctx, queue, rows, cols)
+        shape = EMULATED_SHAPE
+    errors = {mode: xtx.error(run(cov, x, tensor.XtX(ctx, queue, mode, shape=shape, emulate=emulate)), ref)
+              for mode in MODES}
+    return errors, x.shape
+
+
+# --- the figure of the idea: where the bits of x go, and how large each product is ------------
+
+def significant_bits(v, lead, width=24):
+    """The first `width` bits of |v|'s significand (24 for float32, 11 for TF32) placed by
+    weight: entry k holds the bit of weight 2^(lead - k) (k = 0..23), -1 where v has no
+    bit of that weight (v = 0 has none)."""
+    out = np.full(24, -1)
+    v = float(v)
+    if v == 0.0:
+        return out
+    _, e = np.frexp(abs(v))                  # |v| = f 2^e, 1/2 <= f < 1: leading bit of weight 2^(e-1)
+    bits = np.float32(abs(v)).view(np.uint32) & np.uint32(0x7FFFFF) | np.uint32(0x800000)
+    for j in range(width):                   # bit j of the significand has weight 2^(e-1-j)
+        k = lead - (e - 1 - j)
+        if 0 <= k < 24:
+            out[k] = (int(bits) >> (23 - j)) & 1
+    return out
+
+
+def split_rows(x):
+    """Rows of the bit figure for one float32 x: (name, bits by weight, value), the weights
+    counted from x's leading bit: x itself, TF32 truncated (what the tensor core reads of
+    a raw float), TF32 rounded (hi) and the TF32 remainder (lo)."""
+    x = np.float32(x)
+    hi, lo = (float(p[0]) for p in tensor.split_tf32(np.array([x])))
+    raw = float(tensor.tf32_truncate(np.array([x]))[0])
+    lead = int(np.frexp(abs(float(x)))[1]) - 1
+    tf32 = MANTISSA["tf32"] + 1
+    return [(name, significant_bits(v, lead, w), v) for name, v, w in
+            (("x, float32", float(x), MANTISSA["float32"] + 1), ("TF32 truncated", raw, tf32),
+             ("hi = tf32(x)", hi, tf32), ("lo = tf32(x − hi)", lo, tf32))]
+
+
+def product_sizes(n=20_000, seed=6):
+    """Median |term| / |a b| of the four products of the split, over random float32 pairs."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal((2, n)).astype(np.float32)
+    (ah, al), (bh, bl) = tensor.split_tf32(a), tensor.split_tf32(b)
+    ab = np.abs(a.astype(np.float64) * b)
+    terms = {"hi·hi": (ah, bh), "hi·lo": (ah, bl), "lo·hi": (al, bh), "lo·lo": (al, bl)}
+    return {k: float(np.median(np.abs(p.astype(np.float64) * q) / ab)) for k, (p, q) in terms.items()}
+
+
+def draw_split(x=np.float32(np.e), source="NumPy's bit arithmetic, as the kernel's tf32_round"):
+    """Left: the significand bits of x and of its TF32 parts, by weight. Right: how large
+    each of the four products of the split is, against float32's rounding."""
+    rows = split_rows(x)
+    sizes = product_sizes()
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 3.4), gridspec_kw={"width_ratios": [2.3, 1]})
+    fig.patch.set_facecolor("white")
+    colours = {"x, float32": "0.75", "TF32 truncated": "C3", "hi = tf32(x)": "C0", "lo = tf32(x − hi)": "C1"}
+    for r, (name, bits, value) in enumerate(rows):
+        y = len(rows) - 1 - r
+        for k, b in enumerate(bits):
+            if b < 0:
+                continue
+            ax.add_patch(Rectangle((k, y + 0.1), 0.92, 0.8, facecolor=colours[name], edgecolor="0.3",
+                                   linewidth=0.5))
+            ax.text(k + 0.46, y + 0.5, str(b), ha="center", va="center", fontsize=7)
+        ax.text(-0.4, y + 0.5, f"{name}\n{value:+.9g}", ha="right", va="center", fontsize=8)
+    for k, text in ((0, "leading bit"), (MANTISSA["tf32"], "last TF32 bit"), (MANTISSA["float32"], "last float32 bit")):
+        ax.annotate(text, xy=(k + 0.46, len(rows) + 0.05), xytext=(k + 0.46, len(rows) + 0.6), ha="center",
+                    fontsize=7, arrowprops={"arrowstyle": "-", "color": "0.4"})
+    ax.set_xlim(-7.5, 24.5)
+    ax.set_ylim(-0.2, len(rows) + 1)
+    ax.set_yticks([])
+    ax.set_xticks([0, 5, 10, 15, 20, 23])
+    ax.set_xlabel("bit position k below x's leading bit (the bit is worth 2^−k of it)")
+    ax.set_title("The bits of x and of its TF32 parts", fontsize=10)
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    ax.set_facecolor("white")
+    names = list(sizes)
+    floor = -30
+    _ = bx.bar(names, [np.log2(sizes[k]) - floor for k in names], bottom=floor, color=["C0", "C2", "C2", "0.6"])
+    bx.annotate("dropped", xy=(3, np.log2(sizes["lo·lo"])), xytext=(0, 3), textcoords="offset points",
+                ha="center", fontsize=8)
+    _ = bx.axhline(-24, color="black", linestyle=":", linewidth=1, label="float32's rounding, 2^−24")
+    _ = bx.legend(loc="upper right", fontsize=8)
+    bx.set_ylabel("median |term| / |a·b| (log2)")
+    bx.set_ylim(floor, 2)
+    bx.set_title("The four products of a·b", fontsize=10)
+    bx.grid(True, axis="y", alpha=0.3)
+    bx.set_facecolor("white")
+    fig.suptitle(f"3xTF32: x = hi + lo; keep hi·hi, hi·lo, lo·hi, drop lo·lo ({source})", fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,334 @@
+"""Chapter 8's step 6: CholeskyQR2 with every step on the device, float64
+(kernels/lsq/7_cholesky.cl, the register tiles of gpubook.tiles, and the
+small helpers of kernels/lsq/6_tsqr.cl).
+
+R of A (m x C) from its Gram matrix, twice (Fukaya, Nakatsukasa, Yanagisawa
+and Yamamoto's CholeskyQR2):
+
+    G1 = A'A,  G1 = R1'R1,  Q1 = A R1^-1,  G2 = Q1'Q1,  G2 = R2'R2,  R = R2 R1.
+
+The first pass alone (the normal equations) loses what rounding took from
+G1; the second pass, on the nearly orthonormal Q1, repairs it. Almost all
+the work is four products over all m rows or C columns, which the register
+tiles run near the FMA rate; the Cholesky factorisations are blocked
+(`DeviceCholesky`) and R1^-1 comes out of the first one almost for free.
+
+CholeskyQR2 is exact enough only while A is well conditioned: the first
+factor's diagonal ratio estimates cond(A), and above `limit` (1e7 by
+default: squared, the Gram matrix would lose more than half of float64's
+digits), or where either Cholesky factorisation meets a pivot that is not
+positive, the factorisation falls back to TSQR (gpubook.chapters.tsqr).
+Everything is enqueued at once; the host looks at the pivots only at the
+end, and factors again by the fallback where they say so.
+"""
+import numpy as np
+import pyopencl as cl
+
+from ... import dmma, launch, tiles
+from ...device import compute_units, require_fp64
+from ...kernels import kernel
+from .tsqr import PATH as TSQR_PATH, TSQR, checked, fit_from_r
+
+PATH = "lsq/7_cholesky.cl"
+COND_LIMIT = 1e7
+GRAM_SHAPE = {"TM": 64, "TN": 64, "WM": 8, "WN": 8, "K": 8, "STAGES": 2}
+UPDATE_SHAPE = {"TM": 64, "TN": 64, "WM": 4, "WN": 4, "K": 8, "STAGES": 2}
+# Rows that one work-item adds up in one sum of a Gram product: longer sums
+# lose more to rounding (their error grows about as the square root of the
+# count), so the rows are split in chunks of at most this many, and the
+# chunks' sums added afterwards.
+SUM_ROWS = 2048
+PRODUCT_SHAPE = {"TM": 128, "TN": 64, "WM": 8, "WN": 4, "K": 8, "STAGES": 2}
+
+
+def _round_up(n, step):
+    return -(-int(n) // int(step)) * int(step)
+
+
+class Products:
+    """The float64 products C (+)= alpha A'B of this step, as gpubook.tiles.launch
+    takes them. A shape picks the kernel: one with WM, WN (register tiles,
+    FMA) runs everywhere; one with WARPS_M, WARPS_N runs on the FP64 tensor
+    cores (gpubook.dmma; emulate=True runs that kernel anywhere, for tests)."""
+
+    def __init__(self, emulate=False):
+        self.emulate = bool(emulate)
+
+    @staticmethod
+    def on_tensor_cores(shape):
+        return "WARPS_M" in shape
+
+    def check(self, ctx, device, shape, triangle=False):
+        if self.on_tensor_cores(shape):
+            dmma.get_kernel(ctx, device, shape, triangle, self.emulate)
+        else:
+            tiles.launch_kernel(ctx, device, shape, np.float64, triangle=triangle)
+
+    def __call__(self, queue, shape, *args, **kw):
+        if self.on_tensor_cores(shape):
+            return dmma.product(queue, shape, *args, emulate=self.emulate, **kw)
+        return tiles.launch(queue, shape, np.float64, *args, **kw)
+
+    @staticmethod
+    def rows_step(shape):
+        """The rows of one pass through local memory."""
+        return shape.get("K", shape.get("KC", 1))
+
+
+class DeviceCholesky:
+    """G = L L' in place for a k x k float64 matrix on the device (its lower
+    triangle is read): L in the lower triangle, R = L' in the upper, by
+    blocks of `block` columns; with a buffer `inverse`, L^-1 into it too.
+    update_shape: the tiles of the trailing lower triangle (square);
+    product_shape: those of the inverse's update (either kind: Products)."""
+
+    def __init__(self, ctx, queue, k, block=64, update_shape=None, product_shape=None, products=None):
+        device = queue.device
+        require_fp64(device)
+        if k < 1 or block < 1:
+            raise ValueError("the matrix and the block need at least one column")
+        self.ctx, self.queue, self.k = ctx, queue, int(k)
+        self.products = products or Products()
+        self.update_shape = dict(update_shape or UPDATE_SHAPE)
+        self.product_shape = dict(product_shape or PRODUCT_SHAPE)
+        if self.update_shape["TM"] != self.update_shape["TN"]:
+            raise ValueError("the trailing update needs square tiles (TM = TN)")
+        self.products.check(ctx, device, self.update_shape, triangle=True)
+        self.products.check(ctx, device, self.product_shape)
+        # the block's columns: the largest power of two up to `block` whose L11 fits local memory
+        self.CB = 1 << (min(int(block), self.k).bit_length() - 1)
+        while self.CB > 1 and launch.why_not(device, 1, 8 * self.CB * (self.CB + 1)):
+            self.CB //= 2
+        wg = launch.largest(device, 256, lambda s: 8 * self.CB * (self.CB + 1))
+        while True:
+            self.kern = {name: kernel(ctx, PATH, name, {"CB": self.CB, "WG": wg})
+                         for name in ("chol_diag", "chol_rows", "chol_cols", "take_triangle", "unit_diagonal")}
+            if launch.why_not(device, wg, kern=self.kern["chol_diag"]) is None or wg == 1:
+                break
+            wg //= 2
+        launch.check(device, wg, kern=self.kern["chol_diag"])
+        self.wg = wg
+        mf = cl.mem_flags
+        # the pivots and the failure flag of two factorisations (slots 0 and 1)
+        self.diag = [cl.Buffer(ctx, mf.READ_WRITE, 8 * self.k) for _ in range(2)]
+        self.flag = [cl.Buffer(ctx, mf.READ_WRITE, 4) for _ in range(2)]
+        self.linv = cl.Buffer(ctx, mf.READ_WRITE, 8 * self.CB * self.CB)
+
+    def enqueue(self, g, slot=0, inverse=None, trace=None):
+        """Factor g (k x k, stride k) in place; L^-1 into `inverse` when given.
+        `status(slot)` reads the pivots afterwards."""
+        q, i32, k, cb = self.queue, np.int32, self.k, self.CB
+        trace = [] if trace is None else trace
+        diag, flag = self.diag[slot], self.flag[slot]
+        cl.enqueue_fill_buffer(q, flag, np.int32(0), 0, 4)
+        if inverse is not None:
+            cl.enqueue_fill_buffer(q, inverse, np.float64(0), 0, 8 * k * k)
+            launch.enqueue(q, self.kern["unit_diagonal"], (k,), (256,), inverse, i32(k), i32(k))
+        for j0 in range(0, k, cb):
+            w = min(cb, k - j0)
+            rest = k - j0 - w
+            trace.append(("chol_diag", self.kern["chol_diag"](q, (self.wg,), (self.wg,), g, i32(k), i32(j0), i32(w),
+                                                              diag, flag, self.linv)))
+            if rest:
+                trace.append(("chol_rows", launch.enqueue(q, self.kern["chol_rows"], (rest,), (64,), g, i32(k),
+                                                          i32(j0), i32(k), self.linv)))
+            if inverse is not None:
+                trace.append(("chol_cols", launch.enqueue(q, self.kern["chol_cols"], (j0 + w,), (64,), inverse,
+                                                          i32(k), i32(j0), i32(w), self.linv)))
+            if rest:
+                r12 = j0 * k + j0 + w            # R12: the block's rows, the columns after it
+                trace.append(("tiles: trailing -= L21 L21'", self.products(
+                    q, self.update_shape, g, r12, k, g, r12, k, g, (j0 + w) * k + j0 + w, k,
+                    rest, rest, 0, w, alpha=-1.0, accumulate=True, triangle=True)))
+                if inverse is not None:
+                    trace.append(("tiles: inverse -= L21 X", self.products(
+                        q, self.product_shape, g, r12, k, inverse, j0 * k, k, inverse, (j0 + w) * k,
+                        k, rest, j0 + w, 0, w, alpha=-1.0, accumulate=True)))
+
+    def status(self, slot=0):
+        """(True when every pivot was positive and finite, R's diagonal)."""
+        flag, diag = np.zeros(1, np.int32), np.empty(self.k)
+        cl.enqueue_copy(self.queue, flag, self.flag[slot])
+        cl.enqueue_copy(self.queue, diag, self.diag[slot])
+        return not flag[0] and bool(np.all(np.isfinite(diag))), diag
+
+    def triangle(self, src, dst, upper, trace=None):
+        """dst = the upper (or lower) triangle of src, zeros elsewhere."""
+        ev = launch.enqueue(self.queue, self.kern["take_triangle"], (self.k, self.k), (16, 16), src, dst,
+                            np.int32(self.k), np.int32(self.k), np.int32(int(upper)))
+        if trace is not None:
+            trace.append(("take_triangle", ev))
+        return ev
+
+
+class CholeskyQR2:
+    """R of an m x `cols` float64 matrix by CholeskyQR2 on the device, with
+    TSQR where it is too ill-conditioned. band: the columns of each launch of
+    the triangular products (Q1 = A R1^-1 and R2 R1), which skip the zero
+    half of the triangle band by band. mma=True: the products over all m rows
+    (the Gram matrices, Q1) and R2 R1 on the FP64 tensor cores (gpubook.dmma,
+    NVIDIA only); the Cholesky factorisations' small updates stay on the
+    register tiles, which were faster there on the H200. Shapes given
+    explicitly pick their own kernel (Products). After each factorisation: `method`
+    ("CholeskyQR2" or "TSQR"), `cond_estimate` (the first factor's diagonal
+    ratio, inf when its Cholesky failed) and `reason` (why it fell back, ''
+    when it did not)."""
+
+    def __init__(self, ctx, queue, cols, limit=COND_LIMIT, gram_shape=None, product_shape=None, block=64,
+                 band=512, update_shape=None, inverse_shape=None, mma=False, emulate=False, tsqr_options=None):
+        device = queue.device
+        require_fp64(device)
+        if cols < 1:
+            raise ValueError("the matrix needs at least one column")
+        self.ctx, self.queue, self.C, self.limit = ctx, queue, int(cols), float(limit)
+        self.products = Products(emulate)
+        self.gram_shape = dict(gram_shape or (dmma.SHAPE if mma else GRAM_SHAPE))
+        self.product_shape = dict(product_shape or (dmma.SHAPE if mma else PRODUCT_SHAPE))
+        if self.gram_shape["TM"] != self.gram_shape["TN"]:
+            raise ValueError("the Gram product needs square tiles (TM = TN)")
+        self.products.check(ctx, device, self.gram_shape, triangle=True)
+        self.chol = DeviceCholesky(ctx, queue, cols, block, update_shape, inverse_shape, self.products)
+        self.band = _round_up(max(1, band), self.product_shape["TN"])
+        self.TT = launch.square_side(device, (16, 8, 4, 2, 1), lambda t: 8 * t * (t + 1))
+        defines = {"PART": 3, "C": self.C, "TT": self.TT}
+        self.k = {name: kernel(ctx, TSQR_PATH, name, defines) for name in ("sum_chunks", "transpose_rows")}
+        launch.check(device, self.TT ** 2, kern=self.k["transpose_rows"])
+        mf, c = cl.mem_flags, self.C
+        self.G1, self.G2, self.E, self.Rinv, self.R = (cl.Buffer(ctx, mf.READ_WRITE, 8 * c * c) for _ in range(5))
+        self._tsqr_options = dict(tsqr_options or {})
+        self._tsqr, self._m, self._fallback = None, None, None
+        self.method, self.cond_estimate, self.reason = None, None, ""
+
+    @property
+    def tsqr(self):
+        if self._tsqr is None:
+            self._tsqr = TSQR(self.ctx, self.queue, self.C, **self._tsqr_options)
+        return self._tsqr
+
+    def upload(self, a):
+        a = checked(a, self.C)
+        return cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=a)
+
+    def _buffers(self, m):
+        if self._m != m:
+            mf, c = cl.mem_flags, self.C
+            self.chunk, chunks = self._chunking(m)
+            self.At, self.Q = (cl.Buffer(self.ctx, mf.READ_WRITE, 8 * m * c) for _ in range(2))
+            self.part = cl.Buffer(self.ctx, mf.READ_WRITE, 8 * chunks * c * c) if chunks > 1 else None
+            self._m = m
+
+    def _chunking(self, m):
+        """Rows per work-group row of the Gram product: enough chunks to give
+        every compute unit four work-groups, and none longer than SUM_ROWS,
+        as far as the chunks' partial sums fit one buffer."""
+        t = -(-self.C // self.gram_shape["TN"])
+        tri = t * (t + 1) // 2
+        kk = Products.rows_step(self.gram_shape)
+        fit = max(1, int(self.queue.device.max_mem_alloc_size) // (8 * self.C * self.C))
+        chunks = max(-(-4 * compute_units(self.queue.device) // tri), min(fit, -(-m // SUM_ROWS)))
+        chunks = max(1, min(chunks, -(-m // kk)))
+        chunk = _round_up(-(-m // chunks), kk)
+        return chunk, -(-m // chunk)
+
+    def enqueue_gram(self, buf, m, g, trace):
+        """g = A'A (its lower triangle) for the m x C matrix in buf."""
+        c, q = self.C, self.queue
+        chunks = -(-m // self.chunk)
+        out = g if chunks == 1 else self.part
+        trace.append(("tiles: Gram", self.products(q, self.gram_shape, buf, 0, c, buf, 0, c, out, 0, c,
+                                                  c, c, 0, m, k_chunk=self.chunk, c_stride=c * c, triangle=True)))
+        if chunks > 1:
+            trace.append(("sum_chunks", launch.enqueue(q, self.k["sum_chunks"], (c * c,), (256,), self.part,
+                                                       np.int32(chunks), np.int32(c * c), np.int32(c * c), g)))
+
+    def _banded(self, name, a, lda, b, out, rows, trace):
+        """out[:, j0:j1] = a' b[:, j0:j1] for an upper-triangular b (C x C),
+        band by band: the sum runs over rows 0..j1 of b only, and rows(j1)
+        rows of out are written (the rest of the band is below R's diagonal)."""
+        q, c = self.queue, self.C
+        for j0 in range(0, c, self.band):
+            j1 = min(c, j0 + self.band)
+            trace.append((name, self.products(q, self.product_shape, a, 0, lda, b, j0, c,
+                                             out, j0, c, rows(j1), j1 - j0, 0, j1)))
+
+    def _triangular_product(self, name, low, up, out, trace):
+        """out = low' up for two upper-triangular factors held as low (R2',
+        lower) and up (R1), block by block: the band of rows [i0, i1) of
+        column band [j0, j1) sums over rows i0..j1 only."""
+        q, c = self.queue, self.C
+        for j0 in range(0, c, self.band):
+            j1 = min(c, j0 + self.band)
+            for i0 in range(0, j1, self.band):
+                i1 = min(j1, i0 + self.band)
+                trace.append((name, self.products(q, self.product_shape, low, i0, c, up, j0, c, out,
+                                                 i0 * c + j0, c, i1 - i0, j1 - j0, i0, j1)))
+
+    def enqueue(self, buf, m, trace=None):
+        """Enqueue all of CholeskyQR2 on the m rows in buf (left as they are);
+        `settle` then reads the pivots and falls back where they say so."""
+        if m < 1:
+            raise ValueError("the matrix needs at least one row")
+        trace = [] if trace is None else trace
+        self._buffers(m)
+        c, q, i32, tt = self.C, self.queue, np.int32, (self.TT, self.TT)
+        self.enqueue_gram(buf, m, self.G1, trace)
+        self.chol.enqueue(self.G1, 0, self.E, trace)                 # R1 above, R1^-T in E
+        for src, rows, dst in ((self.E, c, self.Rinv), (buf, m, self.At)):
+            trace.append(("transpose_rows", self.k["transpose_rows"](q, launch.global_size((c, rows), tt), tt, src,
+                                                                     i32(rows), dst)))
+        self._banded("tiles: Q1 = A R1^-1", self.At, m, self.Rinv, self.Q, lambda j1: m, trace)
+        self.enqueue_gram(self.Q, m, self.G2, trace)
+        self.chol.enqueue(self.G2, 1, None, trace)                   # R2 above, R2' below
+        self.chol.triangle(self.G2, self.E, upper=False, trace=trace)
+        self.chol.triangle(self.G1, self.Rinv, upper=True, trace=trace)
+        self._triangular_product("tiles: R = R2 R1", self.E, self.Rinv, self.R, trace)
+        self.method = None
+
+    def settle(self, buf, m, trace=None):
+        """After `enqueue`: the method that holds R, falling back to TSQR
+        (which overwrites buf) when the pivots say CholeskyQR2 cannot."""
+        ok1, diag = self.chol.status(0)
+        ok2, _ = self.chol.status(1)
+        d = np.abs(diag)
+        self.cond_estimate = float(d.max() / d.min()) if ok1 and d.min() > 0 else np.inf
+        if not ok1:
+            return self._fall_back(buf, m, trace, "the Gram matrix is not numerically positive definite")
+        if not self.cond_estimate <= self.limit:
+            return self._fall_back(buf, m, trace, f"cond(A) is about {self.cond_estimate:.1e}, above the limit "
+                                                  f"{self.limit:.0e}")
+        if not ok2:
+            return self._fall_back(buf, m, trace, "the second Cholesky factorisation failed")
+        self.method, self.reason = "CholeskyQR2", ""
+        return self.method
+
+    def _fall_back(self, buf, m, trace, reason):
+        self.method, self.reason = "TSQR", reason
+        self.tsqr.enqueue(buf, m, trace)
+        return self.method
+
+    def r(self):
+        """R (C x C, upper triangular) of the last settled factorisation."""
+        if self.method is None:
+            raise RuntimeError("nothing factored yet: call enqueue and settle (or r_factor)")
+        if self.method == "TSQR":
+            return self.tsqr.r()
+        out = np.empty((self.C, self.C))
+        cl.enqueue_copy(self.queue, out, self.R)
+        return np.triu(out)
+
+    def factor_buffer(self, buf, m, trace=None):
+        """R of the m rows in buf (overwritten only when it falls back to TSQR)."""
+        self.enqueue(buf, m, trace)
+        self.settle(buf, m, trace)
+        return self.r()
+
+    def r_factor(self, a):
+        a = checked(a, self.C)
+        return self.factor_buffer(self.upload(a), len(a))
+
+    def least_squares(self, x, y):
+        """(X's triangle, Q'y, residual sum of squares) of the fit of y on x."""
+        x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+        if x.ndim != 2 or y.shape != (len(x),):
+            raise ValueError(f"expected x of m rows and y of m values, got {x.shape} and {y.shape}")
+        return fit_from_r(self.r_factor(np.column_stack([x, y])))

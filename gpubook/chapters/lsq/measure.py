@@ -1,0 +1,173 @@
+"""Chapter 8's step 6 on the page: CholeskyQR2 (`cholqr` beside this module)
+built with tiles that fit the device, timed, and checked against the data.
+
+`portable` builds the register-tile (FMA) variant with the default shapes,
+or with smaller tiles where the device allows fewer work-items per
+work-group. `time_factor` and `time_tsqr` time the step and the candidate
+that lost; `fit_check` checks R of [X y] against the data as step 5's
+check does (`gram_error`: tsqr.gram_error, with A'A given where known).
+`phases` groups a trace's launches into the algorithm's stages; `figures`
+draws them.
+"""
+import time
+
+import numpy as np
+import pyopencl as cl
+
+from ... import tiles
+from ...timing import event_seconds, seconds_by_kernel, stats, time_events
+from . import cholqr, rows as lsq, tsqr
+from .tsqr import gram_error
+
+# Smaller register tiles, tried in order where the default shapes need more
+# work-items per work-group than the device allows (square: the Gram products
+# and the Cholesky's trailing update; any: Q1 and R2 R1).
+SQUARE_FALLBACKS = [{"TM": 32, "TN": 32, "WM": 4, "WN": 4, "K": 8, "STAGES": 2},
+                    {"TM": 16, "TN": 16, "WM": 2, "WN": 2, "K": 4, "STAGES": 2}]
+PRODUCT_FALLBACKS = [{"TM": 64, "TN": 32, "WM": 8, "WN": 4, "K": 8, "STAGES": 2}] + SQUARE_FALLBACKS
+
+
+def _fits(device, shape):
+    return tiles.unfit(device, shape, np.float64) is None
+
+
+def portable_shapes(device):
+    """The register-tile shapes for this device: {} (cholqr's defaults) where
+    they fit, else the first smaller ones that do, as CholeskyQR2's keywords."""
+    chosen = {}
+    for key, default, fallbacks in (("gram_shape", cholqr.GRAM_SHAPE, SQUARE_FALLBACKS),
+                                    ("update_shape", cholqr.UPDATE_SHAPE, SQUARE_FALLBACKS),
+                                    ("product_shape", cholqr.PRODUCT_SHAPE, PRODUCT_FALLBACKS),
+                                    ("inverse_shape", cholqr.PRODUCT_SHAPE, PRODUCT_FALLBACKS)):
+        if _fits(device, default):
+            continue
+        shape = next((s for s in fallbacks if _fits(device, s)), None)
+        if shape is None:
+            raise tiles.TileError(f"no register tile of {key} fits this device: "
+                                  f"{tiles.unfit(device, fallbacks[-1], np.float64)}")
+        chosen[key] = dict(shape)
+    return chosen
+
+
+def portable(ctx, queue, cols, **options):
+    """(CholeskyQR2 on the register tiles for `cols` columns, a line saying
+    which tiles). Options go to CholeskyQR2 and win over the chosen shapes."""
+    shapes = portable_shapes(queue.device)
+    cq = cholqr.CholeskyQR2(ctx, queue, cols, **{**shapes, **options})
+    if shapes:
+        note = ("smaller register tiles (the device allows " f"{queue.device.max_work_group_size} work-items per "
+                "work-group): " + "; ".join(f"{k.split('_')[0]} {tiles.label(s)}" for k, s in shapes.items()))
+    else:
+        note = "the default register tiles"
+    return cq, note
+
+
+def time_factor(cq, a, repeats=3, warmup=1):
+    """Wall time of CholeskyQR2 on the rows of a (enqueue, settle with its
+    pivots read, queue finished), as the lead's tools/check_tensor.py times it:
+    {"median_s", "q20_s", "q80_s", "by_kernel", "launches", "method",
+    "cond_estimate", "reason", and per stage of `phases` its launches and
+    device seconds: "stage_launches", "stage_s"}, and R of the last run."""
+    a = tsqr.checked(a, cq.C)
+    m = len(a)
+    work = cq.upload(a)
+    times, trace = [], []
+    for rep in range(warmup + repeats):
+        if cq.method == "TSQR":                  # the fallback overwrote the copy: start from the data again
+            cl.enqueue_copy(cq.queue, work, a)
+        cq.queue.finish()
+        trace = []
+        t0 = time.perf_counter()
+        cq.enqueue(work, m, trace)
+        cq.settle(work, m, trace)
+        cq.queue.finish()
+        if rep >= warmup:
+            times.append(time.perf_counter() - t0)
+    t = stats(times)
+    r = cq.r()
+    work.release()
+    stages = phases([name for name, _ in trace]) if cq.method == "CholeskyQR2" else []
+    return {"median_s": t.median, "q20_s": t.q20, "q80_s": t.q80, "by_kernel": seconds_by_kernel(trace),
+            "launches": len(trace), "stage_launches": {label: len(idx) for label, idx in stages},
+            "stage_s": {label: sum(event_seconds(trace[i][1]) for i in idx) for label, idx in stages},
+            "method": cq.method, "cond_estimate": cq.cond_estimate, "reason": cq.reason}, r
+
+
+def time_tsqr(ctx, queue, a, repeats=3):
+    """TSQR on a fresh copy of a before every run (it overwrites its input):
+    {"median_s", "q20_s", "q80_s", "by_kernel", "launches"} by its events
+    (first launch's start to last's end), and R."""
+    a = tsqr.checked(a)
+    qr = tsqr.TSQR(ctx, queue, a.shape[1])
+    mf = cl.mem_flags
+    pristine = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
+    work = cl.Buffer(ctx, mf.READ_WRITE, a.nbytes)
+    trace = []
+
+    def run():
+        cl.enqueue_copy(queue, work, pristine)
+        trace.clear()
+        return qr.enqueue(work, len(a), trace)
+    t = time_events(run, repeats=repeats, warmup=1)
+    r = qr.r()
+    pristine.release()
+    work.release()
+    return {"median_s": t.median, "q20_s": t.q20, "q80_s": t.q80, "by_kernel": seconds_by_kernel(trace),
+            "launches": len(trace)}, r
+
+
+def fit_check(r, x, y, gram=None, ks=(1, 6, 40)):
+    """(Gram error of R against [X y], the fit in Miller's form, the largest
+    gap of the nested residual sums of the first k columns to lstsq's,
+    relative to the total sum of squares). gram: [X y]'[X y] where known."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    error = gram_error(r, np.column_stack([x, y]) if gram is None else None, gram)
+    factor = lsq.Factor.from_triangular(*tsqr.fit_from_r(r))
+    rss = factor.rss_nested()
+    gap = max(abs(rss[k] - lsq.rss_lstsq(x[:, :k], y)) / rss[0] for k in ks if k <= x.shape[1])
+    return error, factor, float(gap)
+
+
+def ill_conditioned(m, n, top=1e9, seed=5):
+    """An m x n matrix whose columns are scaled from 1 to `top`: its condition
+    number is about `top`, beyond what CholeskyQR2 takes."""
+    if m < n or n < 2:
+        raise ValueError("expected m >= n >= 2")
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((m, n)) * np.logspace(0, np.log10(top), n)
+
+
+def product_flops(m, cols):
+    """The useful flops of CholeskyQR2's four products on an m x cols matrix:
+    m C (C + 1) for each Gram matrix's triangle, m C (C + 1) for Q1 = A R1^-1
+    (R1^-1 upper triangular), C (C + 1) (C + 2) / 3 for R2 R1 (two triangles)."""
+    c = int(cols)
+    return 3 * m * c * (c + 1) + c * (c + 1) * (c + 2) / 3
+
+
+# The stages of CholeskyQR2 in the order enqueue runs them: a stage is a run of
+# consecutive launches whose kernels belong to the same kind.
+KIND = {"tiles: Gram": "gram", "sum_chunks": "gram", "chol_diag": "cholesky", "chol_rows": "cholesky",
+        "chol_cols": "cholesky", "tiles: trailing -= L21 L21'": "cholesky", "tiles: inverse -= L21 X": "cholesky",
+        "transpose_rows": "transpose", "tiles: Q1 = A R1^-1": "q1", "take_triangle": "triangles",
+        "tiles: R = R2 R1": "r"}
+
+
+STAGE_LABELS = ["G1 = A'A", "G1 = R1'R1, R1^-1", "transposes", "Q1 = A R1^-1", "G2 = Q1'Q1", "G2 = R2'R2",
+                "triangles", "R = R2 R1"]
+
+
+def phases(names):
+    """[(stage label, [launch indices])] of a CholeskyQR2 trace's kernel names:
+    runs of consecutive launches of one kind, labelled in enqueue's order."""
+    runs = []
+    for i, name in enumerate(names):
+        if name not in KIND:
+            raise ValueError(f"{name!r} is not a launch of CholeskyQR2's enqueue")
+        if runs and runs[-1][0] == KIND[name]:
+            runs[-1][1].append(i)
+        else:
+            runs.append((KIND[name], [i]))
+    if [k for k, _ in runs] != ["gram", "cholesky", "transpose", "q1", "gram", "cholesky", "triangles", "r"]:
+        raise ValueError("the trace is not one whole CholeskyQR2 factorisation (did it fall back to TSQR?)")
+    return [(label, idx) for label, (_, idx) in zip(STAGE_LABELS, runs)]

@@ -1,0 +1,293 @@
+"""The machine chapter's host side: the microbenchmarks of the memory hierarchy
+(kernels/machine/) and the arithmetic that reads them.
+
+- latency: one work-item follows a random cycle of indices (`Chain`) through a
+  buffer, one cache line per step, so every load waits for the one before;
+- bandwidth against working-set size: a read kernel that reads the first n bytes
+  of a buffer over and over, the same number of bytes per launch for every n;
+- local memory: work-items read local[(lid * stride + k) % N], so one warp's
+  addresses fall in gcd(stride, 32) ways into the same bank of a 32-bank memory;
+- Little's law: the bytes that must be in flight, latency x bandwidth.
+
+Every function checks the result of its kernel (where the chain ends, the sum
+read) and raises when it is wrong: a measurement of a wrong result is none.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+import pyopencl as cl
+
+from ...curves import human_bytes
+from ...device import compute_units
+from ...localmem import pow2_floor
+from ...kernels import kernel
+from ...launch import largest, reported
+from ...records import load_results, device_slug
+from ...scale import scale as device_scale
+from ...timing import event_seconds, stats, time_events
+
+LINE = 128             # bytes between two links of a chain: one cache line of a GPU's L2
+CHAPTER = "00_machine"
+
+
+def largest_working_set(device, scale):
+    """Bytes of the largest buffer the chapter reads: far beyond the caches the
+    device reports (1 GiB on a GPU, at least 64 MiB and 4x the reported
+    global-memory cache on a CPU), within a quarter of one allocation."""
+    want = 2**30 if scale == "full" else max(2**26, 4 * int(device.global_mem_cache_size or 0))
+    return min(pow2_floor(want), pow2_floor(device.max_mem_alloc_size // 4))
+
+
+def working_sets(device, scale, step=4, smallest=2**12):
+    """Working-set sizes in bytes from 4 KiB up to `largest_working_set`, a
+    factor `step` apart (the largest always included)."""
+    top = largest_working_set(device, scale)
+    sizes = []
+    n = smallest
+    while n < top:
+        sizes.append(n)
+        n *= step
+    return sizes + [top]
+
+
+# ---------------------------------------------------------------- latency
+@dataclass
+class Chain:
+    """A random cycle through a buffer of uint32 words, one link per `LINE`
+    bytes: next[order[k]] = order[k + 1], and the last link leads back to the first."""
+    next: np.ndarray
+    order: np.ndarray
+
+    def after(self, steps, start=0):
+        """The word where a walk from order[start] stands after `steps` steps."""
+        return int(self.order[(start + steps) % len(self.order)])
+
+
+def make_chain(nbytes, seed=0, line=LINE):
+    """The chain through a buffer of `nbytes`: its lines in a random order, each
+    line's first word pointing to the next line's first word."""
+    if nbytes < 2 * line or nbytes % line:
+        raise ValueError(f"a chain needs a multiple of {line} bytes, at least {2 * line}; got {nbytes}")
+    words = line // 4
+    order = (np.random.default_rng(seed).permutation(nbytes // line).astype(np.uint32) * np.uint32(words))
+    nxt = np.zeros(nbytes // 4, np.uint32)
+    nxt[order] = np.roll(order, -1)
+    return Chain(nxt, order)
+
+
+def cycle_length(nxt, start):
+    """How many steps a walk from `start` takes to come back to it (the cycle's length)."""
+    i, steps = int(nxt[start]), 1
+    while i != start:
+        i, steps = int(nxt[i]), steps + 1
+        if steps > nxt.size:
+            raise ValueError("the walk never returns to its start")
+    return steps
+
+
+class ChainWalker:
+    """A chain on the device and the chase kernel that walks it; knows where the
+    walk must stand after every launch, and checks it."""
+
+    def __init__(self, ctx, queue, chain):
+        mf = cl.mem_flags
+        self.queue, self.chain, self.walked = queue, chain, 0
+        self.next = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=chain.next)
+        self.pos = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=chain.order[:1].copy())
+        self.kern = kernel(ctx, "machine/chase.cl", "chase")
+
+    def launch(self, steps):
+        self.walked += steps
+        return self.kern(self.queue, (1,), (1,), self.next, self.pos, np.uint32(steps))
+
+    def where(self):
+        got = np.empty(1, np.uint32)
+        cl.enqueue_copy(self.queue, got, self.pos)
+        return int(got[0])
+
+    def check(self):
+        want = self.chain.after(self.walked)
+        got = self.where()
+        if got != want:
+            raise RuntimeError(f"the pointer chase stands at word {got} after {self.walked} steps; "
+                               f"the chain says {want}")
+
+
+def chase_ns(ctx, queue, nbytes, target_s, warm_steps, repeats=5, seed=0, probe=2**12):
+    """Nanoseconds per dependent load in a working set of `nbytes`, with its
+    20-80% band: the time of 2*s steps minus that of s steps, over s (the
+    launch's fixed cost cancels). s is a power of two chosen from a probe launch
+    so that one launch of s steps takes about `target_s` seconds. `warm_steps`
+    first walk the chain, so that a working set that fits a cache is in it."""
+    walker = ChainWalker(ctx, queue, make_chain(nbytes, seed))
+    walker.launch(min(warm_steps, len(walker.chain.order))).wait()
+    per_step = time_events(lambda: walker.launch(probe), repeats=1, warmup=0).median / probe
+    steps = min(2**22, max(probe, pow2_floor(target_s / max(per_step, 1e-12))))
+    for _ in range(3):  # where the difference drowns in noise (a busy CPU), walk longer
+        extra, whole = [], []
+        for _ in range(repeats):  # s and 2s steps in turn, so that drift hits both alike
+            one = walker.launch(steps)
+            one.wait()
+            two = walker.launch(2 * steps)
+            two.wait()
+            extra.append(event_seconds(two) - event_seconds(one))
+            whole.append(event_seconds(two) / 2)
+        if stats(extra).median > 0 or steps >= 2**22:
+            break
+        steps = min(2**22, 4 * steps)
+    walker.check()
+    t = stats(extra)
+    per = 1e9 / steps
+    if t.median <= 0:
+        # still noise: the time of 2s steps per step, an upper bound that keeps the launch's cost
+        t = stats(whole)
+        return {"bytes": nbytes, "steps": steps, "ns": t.median * per, "ns_lo": t.q20 * per,
+                "ns_hi": t.q80 * per, "upper_bound": True}
+    return {"bytes": nbytes, "steps": steps, "ns": t.median * per,
+            "ns_lo": max(0.0, t.q20 * per), "ns_hi": t.q80 * per}
+
+
+def latency_curve(ctx, queue, device, scale, sizes=None):
+    """Latency records (variant 'pointer chase', bytes, ns with its band) over working sets."""
+    target, warm = (4e-3, 2**19) if scale == "full" else (2e-3, 2**17)
+    sizes = working_sets(device, scale) if sizes is None else sizes
+    return [dict(variant="pointer chase", **chase_ns(ctx, queue, n, target, warm)) for n in sizes]
+
+
+# ---------------------------------------------------------------- bandwidth
+def read_shape(device, scale):
+    """(global size, local size) of the read kernel: powers of two, about 1024
+    work-items per compute unit on a GPU, 256 on a CPU."""
+    per_cu = 1024 if scale == "full" else 256
+    local = largest(device, 256)
+    total = max(local, 1 << (compute_units(device) * per_cu - 1).bit_length())
+    return total, local
+
+
+class Reader:
+    """The read kernel over one buffer of `top` bytes of small whole numbers (so
+    every sum is exact in float32), and the check of what it read."""
+
+    def __init__(self, ctx, queue, device, top, scale, blocked=None):
+        mf = cl.mem_flags
+        self.queue = queue
+        self.host = (np.arange(top // 4, dtype=np.uint32) % 7).astype(np.float32)
+        self.src = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=self.host)
+        self.total, self.local = read_shape(device, scale)
+        self.blocked = int(bool(device.type & cl.device_type.CPU) if blocked is None else blocked)
+        self.kern = kernel(ctx, "machine/read.cl", "read", {"BLOCKED": self.blocked})
+        self.reads = max(1, (top // 16) // self.total)  # every launch reads `top` bytes (or more)
+        self.partial = cl.Buffer(ctx, mf.WRITE_ONLY, 4 * self.total)
+
+    def bytes_per_launch(self):
+        return 16 * self.total * self.reads
+
+    def launch(self, nbytes):
+        mask = np.uint32(nbytes // 16 - 1)
+        return self.kern(self.queue, (self.total,), (self.local,), self.src, self.partial,
+                         mask, np.uint32(self.reads))
+
+    def read_sum(self):
+        """The sum of the partial sums of the last launch (float64)."""
+        got = np.empty(self.total, np.float32)
+        cl.enqueue_copy(self.queue, got, self.partial)
+        return got.sum(dtype=np.float64)
+
+    def expected_sum(self, nbytes):
+        """NumPy's sum of what one launch over the first `nbytes` reads: each of the
+        n/16 float4 elements, total * reads / (n/16) times."""
+        return (self.bytes_per_launch() // nbytes) * self.host[:nbytes // 4].sum(dtype=np.float64)
+
+    def check(self, nbytes):
+        got, want = self.read_sum(), self.expected_sum(nbytes)
+        if got != want:
+            raise RuntimeError(f"the read kernel summed {got} over {nbytes} bytes; NumPy says {want}")
+
+
+def bandwidth_curve(ctx, queue, device, scale, sizes=None, repeats=5):
+    """Read bandwidth records (variant 'read', bytes, GB/s with band) over working sets."""
+    sizes = working_sets(device, scale, step=2) if sizes is None else sizes
+    reader = Reader(ctx, queue, device, max(sizes), scale)
+    if reader.bytes_per_launch() % max(sizes) or any(max(sizes) % n or n < 16 for n in sizes):
+        raise ValueError("working sets must be powers of two of at least 16 bytes")
+    records = []
+    for n in sizes:
+        t = time_events(lambda: reader.launch(n), repeats=repeats)
+        reader.check(n)
+        rate, lo, hi = t.rate(reader.bytes_per_launch() / 1e9)
+        records.append({"variant": "read", "bytes": n, "median_s": t.median, "q20_s": t.q20,
+                        "q80_s": t.q80, "rate": rate, "rate_lo": lo, "rate_hi": hi})
+    return records
+
+
+# ---------------------------------------------------------------- Little's law
+def bytes_in_flight(latency_ns, gbs, compute_units, resident_items=None):
+    """Little's law: bytes in flight = latency x bandwidth (ns x GB/s = bytes), for
+    the device, per compute unit and (when the resident work-items per compute unit
+    are known) per work-item."""
+    device = latency_ns * gbs
+    per_cu = device / compute_units
+    out = {"latency_ns": latency_ns, "gbs": gbs, "device_bytes": device, "per_cu_bytes": per_cu}
+    if resident_items:
+        out["resident_items"] = resident_items
+        out["per_item_bytes"] = per_cu / resident_items
+    return out
+
+
+def hierarchy_levels(f, latency, bandwidth, local_gbs, h2d_gbs, arch=None):
+    """(level, size, bandwidth, latency) rows for the hierarchy figure, fastest first,
+    from the run's curves (latency and bandwidth records) and the device's facts."""
+    regs = f"{arch.register_file * 4 // 1024} KiB per compute unit" if arch else "size not reported"
+    small_lat, big_lat = latency[0]["ns"], latency[-1]["ns"]
+    best = max(bandwidth, key=lambda r: r["rate"])
+    return [
+        ("registers (private memory)", regs, "bandwidth not measured", "latency not measured"),
+        ("local memory", f"{f['local_kib']} KiB per work-group", f"{local_gbs:,.0f} GB/s", "latency not measured"),
+        ("caches", f"{human_bytes(f['cache_bytes'])} reported", f"{best['rate']:,.0f} GB/s at "
+         f"{human_bytes(best['bytes'])}", f"{small_lat:,.1f} ns at {human_bytes(latency[0]['bytes'])}"),
+        ("global memory", f"{f['global_gib']:.0f} GiB", f"{bandwidth[-1]['rate']:,.0f} GB/s read",
+         f"{big_lat:,.0f} ns"),
+        ("host, over the link", "host memory", f"{h2d_gbs:,.1f} GB/s host to device", "latency not measured"),
+    ]
+
+
+# ---------------------------------------------------------------- what the device says
+def warp(device):
+    """(width, the vendor's word for it) as the device reports it: NVIDIA's warp,
+    AMD's wavefront, else a CPU's SIMD vector (its native float vector width)."""
+    width = reported(device, "warp_size_nv")
+    if width:
+        return width, "warp"
+    width = reported(device, "wavefront_width_amd")
+    if width:
+        return width, "wavefront"
+    return reported(device, "native_vector_width_float") or 1, "SIMD vector"
+
+
+def facts(device):
+    """The device's own numbers that the execution-model figure draws."""
+    width, word = warp(device)
+    return {"platform": device.platform.name.strip(), "device": device.name.strip(),
+            "compute_units": device.max_compute_units, "max_group": device.max_work_group_size,
+            "warp": width, "warp_word": word, "local_kib": device.local_mem_size // 1024,
+            "global_gib": device.global_mem_size / 2**30,
+            "cache_bytes": int(device.global_mem_cache_size or 0),
+            "cacheline": int(device.global_mem_cacheline_size or 0)}
+
+
+# ---------------------------------------------------------------- records
+def recorded(device, root=None):
+    """This chapter's record for the device, or None."""
+    entry = load_results(CHAPTER, root).get(device_slug(device))
+    return None if entry is None else entry["data"]
+
+
+def latency_ns(ctx, queue, device):
+    """Device-memory latency in ns and where it comes from: this chapter's record
+    for the device, else a quick pointer chase over the largest working set."""
+    rec = recorded(device)
+    if rec is not None:
+        return rec["latency_ns"], "the machine chapter's record"
+    sc = device_scale(device)
+    got = chase_ns(ctx, queue, largest_working_set(device, sc), 4e-3 if sc == "full" else 1e-3, warm_steps=0)
+    return got["ns"], "a pointer chase run now"

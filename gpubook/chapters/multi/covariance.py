@@ -1,0 +1,175 @@
+"""Chapter 10's first job: the streamed covariance of gpubook.stream with its row
+blocks shared between devices (partial sums against one common shift, added on
+the host in float64), the transfers that bound it, and its resources.
+"""
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pyopencl as cl
+
+from ... import launch
+from ...kernels import kernel
+from ...stream import Stream, blocks
+from ...timeline import spans
+from .lanes import Work, combine, in_threads, check_rows
+
+
+def stream_blocks(stream, work, worker, read):
+    """One device thread's loop: take row blocks until none is left, each as soon
+    as the device has a slot free for it, and stream it through `stream`.
+    read(first row, rows, slot) returns the block as a host array."""
+    while True:
+        stream.wait_slot()
+        item = work.take(worker)
+        if item is None:
+            return
+        i0, rows = item
+        stream.add(read(i0, rows, stream.count % 2))
+
+
+class Covariance:
+    """Chapter 6's streamed covariance over several devices: one `Stream` per
+    device, row blocks taken from a shared queue, partial sums against one shift
+    added on the host in float64."""
+
+    def __init__(self, lanes, n, budget, tile, m=None):
+        self.lanes, self.n = lanes, n
+        self.streams = [Stream(lane.ctx, lane.device, n, budget, tile, m) for lane in lanes]
+        self.rows = self.streams[0].rows
+        self.out = None  # C, reused from run to run
+
+    def run(self, x, count=None, read=None):
+        """C (float64, in an array the next run reuses) of the m x n float32
+        host array x on the first `count` devices. `read(device index, first row, rows, slot)` may supply the blocks
+        instead of slices of x (x then gives only the shape and the shift).
+        Afterwards: `seconds` (wall time from start to C on the host), `taken`
+        (the blocks each device took), `timeline()`."""
+        m, n = x.shape
+        if n != self.n or x.dtype != np.float32:
+            raise ValueError(f"expected float32 data with {self.n} columns, got {x.dtype} {x.shape}")
+        count = len(self.lanes) if count is None else count
+        if not 1 <= count <= len(self.lanes):
+            raise ValueError(f"count must be 1 to {len(self.lanes)}, not {count}")
+        work = Work(blocks(m, self.rows))
+        shift = np.array(x[0], np.float32)
+        t0 = time.perf_counter_ns()
+
+        def drive(k):
+            stream = self.streams[k]
+            stream.begin(shift)
+            stream_blocks(stream, work, k, (lambda i0, rows, slot: x[i0:i0 + rows]) if read is None
+                          else (lambda i0, rows, slot: read(k, i0, rows, slot)))
+            return stream.totals()
+
+        parts = in_threads(drive, count)
+        host_start = time.perf_counter_ns()
+        if self.out is None:
+            self.out = np.empty((n, n))
+        c = combine(parts, m, out=self.out)
+        end = time.perf_counter_ns()
+        self.seconds, self.host_seconds = (end - t0) * 1e-9, (end - host_start) * 1e-9
+        self.taken, self.count, self._clock = work.by_worker(count), count, (t0, host_start, end)
+        check_rows([b for bs in self.taken for b in bs], m)
+        return c
+
+    def timeline(self):
+        """The last run as (lane, label, start ms, end ms) rows for
+        gpubook.timeline.plot_timeline: a copy lane and a compute lane per
+        device, moved onto the host's clock (each device's clock is anchored at
+        its last read-back, whose end its thread saw a moment later), and the
+        host's float64 sum."""
+        t0, host_start, end = self._clock
+        lanes, offsets = {}, {}
+        for k in range(self.count):
+            stream, tag = self.streams[k], f"GPU {k}" if self.count > 1 else "GPU"
+            offset = stream.readback_ns - stream.readback.profile.end
+            for lane, items in ((f"{tag} copy", stream.copies), (f"{tag} compute", stream.kernels)):
+                lanes[lane], offsets[lane] = items, offset
+        rows = spans(lanes, offsets, t0)
+        return rows + [("host", "float64 sum", (host_start - t0) * 1e-6, (end - t0) * 1e-6)]
+
+
+def h2d_together(lanes, host, count, repeats=3):
+    """Host→device GB/s with the first `count` devices copying at once, each its
+    own slice of the page-locked array `host` (`repeats` times): all the bytes
+    over the wall time from the first start to the last end (host clock)."""
+    if host.nbytes // count == 0:
+        raise ValueError("the host array is too small to give each device a slice")
+    flat = host.reshape(-1).view(np.uint8)
+    size = flat.size // count
+    barrier = threading.Barrier(count)
+
+    def copy(k):
+        lane, part = lanes[k], flat[k * size:(k + 1) * size]
+        buf = cl.Buffer(lane.ctx, cl.mem_flags.READ_WRITE, size)
+        cl.enqueue_copy(lane.queue, buf, part)  # a first copy, untimed
+        barrier.wait()
+        start = time.perf_counter_ns()
+        for _ in range(repeats):
+            cl.enqueue_copy(lane.queue, buf, part, is_blocking=False)
+        lane.queue.finish()
+        end = time.perf_counter_ns()
+        buf.release()
+        return start, end
+
+    times = in_threads(copy, count)
+    wall = max(e for _, e in times) - min(s for s, _ in times)
+    return count * repeats * size / wall
+
+
+def fill_repeated(out, base, threads=8):
+    """Fill `out` with copies of `base` one after the other (rows), in parallel:
+    the data set `base` several times over has exactly base's covariance."""
+    m0 = base.shape[0]
+    if out.shape[0] % m0 or out.shape[1:] != base.shape[1:]:
+        raise ValueError(f"{out.shape} is not a whole number of copies of {base.shape}")
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(lambda i0: np.copyto(out[i0:i0 + m0], base), range(0, out.shape[0], m0)))
+    return out
+
+
+def best_tile(ctx, device):
+    """Chapter 6's fastest register-tile shape for this device (its record), else
+    the first fallback whose kernel builds here (covariance.runnable_tile)."""
+    from ... import xtx as cv
+    from ...records import device_slug, load_results
+
+    recorded = load_results("06_covariance").get(device_slug(device), {}).get("data", {}).get("best_tile")
+    return cv.runnable_tile(ctx, device, ([recorded] if recorded else []) + [cv.shape(128, 8, 8, 16, 2, 0)])
+
+
+def resource_rows(lane, tile, subsets=None):
+    """(label, kernel, local size) of the kernels this chapter times on one lane, for
+    gpubook.resource_table: the covariance block's three (at the local sizes that
+    covariance.launch_col_sums, launch_centre and launch_tiles ask for) and, given
+    a Subsets, its subset_best for every k."""
+    from ... import tiles
+
+    ctx, dev = lane.ctx, lane.device
+    sums = kernel(ctx, "covariance/col_sums.cl", "col_sums")
+    centre = kernel(ctx, "covariance/centre.cl", "centre")
+    product = tiles.launch_kernel(ctx, dev, tile, np.float32, triangle=True, aligned=True)
+    rows = [("col_sums", sums, launch.local_size(sums, dev, (64, 1))),
+            ("centre", centre, launch.local_size(centre, dev, (64, 4))),
+            (f"register_tiles, float ({tiles.label(tile)})", product, tiles.work_items(tile))]
+    if subsets is not None:
+        kernels = subsets.state[subsets.lanes.index(lane)][0]
+        rows += [(f"subset_best, k = {k}", knl, wg) for k, (knl, wg) in sorted(kernels.items())]
+    return rows
+
+
+def recorded_scaling(root=None):
+    """[(device group, devices, covariance speed-up, subset speed-up)] of the recorded
+    runs of chapter 10 on hosts with more than one device (none yet: [])."""
+    from ...records import load_results
+
+    found = []
+    for entry in load_results("10_multi_gpu", root).values():
+        data = entry["data"]
+        g = int(data.get("devices", 1))
+        if g > 1:
+            cov, sub = data["covariance"], data["subsets"]["seconds"]
+            found.append((entry["device"], g, cov["1"]["seconds"] / cov[str(g)]["seconds"], sub["1"] / sub[str(g)]))
+    return found

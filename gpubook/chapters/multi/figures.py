@@ -1,0 +1,89 @@
+"""Chapter 10's figure of its idea: the blocks of rows that each device took
+from the shared queue (gpubook.chapters.multi.Work), drawn from a run's log
+(`multi.Covariance.taken`: per device, its (first row, rows) blocks in the
+order it took them), for any number of devices.
+"""
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.patches import Rectangle
+
+LABELLED = 48          # blocks up to which each one carries its number
+
+
+def take_order(taken):
+    """(device, first row, rows, n) for every block, n its place in the queue.
+    The queue hands blocks out in row order, so a block's place is its rank by
+    first row; the check that no row is lost or repeated is multi.check_rows."""
+    flat = [(d, i0, rows) for d, blocks in enumerate(taken) for i0, rows in blocks]
+    if not flat:
+        raise ValueError("the log holds no blocks: nothing was taken")
+    rank = {i0: n for n, i0 in enumerate(sorted(i0 for _, i0, _ in flat))}
+    if len(rank) != len(flat):
+        raise ValueError("a block appears twice in the log")
+    return [(d, i0, rows, rank[i0]) for d, i0, rows in flat]
+
+
+def _colour(d):
+    return plt.get_cmap("tab10")(d % 10)
+
+
+def draw_taken(taken, names=None, title="Blocks of rows taken from the shared queue"):
+    """Top: the data's rows, each block coloured by the device that took it and
+    numbered by its place in the queue. Below: one lane per device, its blocks
+    in the order it took them."""
+    blocks = take_order(taken)
+    devices = len(taken)
+    names = list(names) if names is not None else [f"device {d}" for d in range(devices)]
+    if len(names) != devices:
+        raise ValueError(f"{len(names)} names for {devices} devices")
+    m = max(i0 + rows for _, i0, rows, _ in blocks)
+    count = len(blocks)
+    fig, (top, lanes) = plt.subplots(2, 1, figsize=(10, 1.9 + 0.45 * devices),
+                                     gridspec_kw={"height_ratios": [1, 0.25 + 0.45 * devices]})
+    for d, i0, rows, n in blocks:
+        top.add_patch(Rectangle((i0, 0), rows, 1, facecolor=_colour(d), edgecolor="white", linewidth=0.8))
+        if count <= LABELLED:
+            top.text(i0 + rows / 2, 0.5, str(n), ha="center", va="center", fontsize=7)
+    top.set_xlim(0, m)
+    top.set_ylim(0, 1)
+    top.set_yticks([])
+    top.set_xlabel("row of the data (the queue hands out blocks in this order)")
+    top.set_title(f"{title}: {count} blocks, {devices} device{'s' * (devices > 1)}", fontsize=10)
+
+    width = max(len(b) for b in taken) or 1
+    for d, mine in enumerate(taken):
+        y = devices - 1 - d
+        for k, (i0, rows) in enumerate(mine):
+            n = next(n for dd, ii, _, n in blocks if dd == d and ii == i0)
+            lanes.add_patch(Rectangle((k, y + 0.1), 1, 0.8, facecolor=_colour(d), edgecolor="white"))
+            if count <= LABELLED:
+                lanes.text(k + 0.5, y + 0.5, str(n), ha="center", va="center", fontsize=7)
+        rows_taken = sum(rows for _, rows in mine)
+        lanes.text(width + 0.3, y + 0.5, f"{len(mine)} blocks, {rows_taken:,} rows ({rows_taken / m:.0%})",
+                   va="center", fontsize=8)
+    lanes.set_xlim(0, width * 1.3 + 1)
+    lanes.set_ylim(0, devices)
+    lanes.set_yticks(np.arange(devices) + 0.5, names[::-1], fontsize=8)
+    lanes.set_xticks([])
+    lanes.set_xlabel("blocks in the order each device took them (numbers: place in the queue)")
+    for spine in ("top", "right"):
+        lanes.spines[spine].set_visible(False)
+    fig.tight_layout()
+    fig.patch.set_facecolor("white")
+    fig.patch.set_alpha(1.0)
+    return fig
+
+
+def plot_speedup(ax, counts, speedups, bound, title):
+    """Speed-up against the number of devices, with the ideal line and the
+    speed-up the bounds allow."""
+    ax.plot(counts, counts, color="0.6", linestyle=":", label="ideal (× devices)")
+    ax.plot(counts, bound, color="C1", linestyle="--", marker="s", label="allowed by the bounds")
+    ax.plot(counts, speedups, color="C0", marker="o", label="measured")
+    ax.set_xticks(counts)
+    ax.set_xlabel("devices used")
+    ax.set_ylabel("speed-up over one device (×)")
+    ax.set_title(title, fontsize=11)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax

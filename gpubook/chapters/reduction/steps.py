@@ -1,0 +1,118 @@
+"""A device-wide float32 sum, pass after pass, with one of chapter 3's kernels.
+
+Every kernel in kernels/reduction/ has the same signature,
+``reduce(in, partial, n)``: each work-group sums part of ``in`` and writes one
+partial sum. The host repeats passes over the partial sums until one value is
+left. Steps 1-3 launch one work-group per WG (or 2*WG) elements; steps 4-5
+launch a fixed grid of a few work-groups per compute unit that walks the whole
+array, so they need only two passes.
+"""
+import numpy as np
+import pyopencl as cl
+
+from ... import launch
+from ...device import check_work_group, compute_units, default_work_group
+from ...kernels import kernel
+
+STEPS = ("1_interleaved", "2_sequential", "3_first_add", "4_multi", "5_unrolled")
+
+# Elements one work-item of each step sums in its load phase; None: the step
+# walks the array with a fixed grid (grid-stride loop).
+_PER_ITEM = {"1_interleaved": 1, "2_sequential": 1, "3_first_add": 2,
+             "4_multi": None, "5_unrolled": None}
+
+# A grid-stride pass never uses more work-groups than leave each work-item
+# this many elements, so the second pass of a large sum is one work-group.
+_MIN_PER_ITEM = 8
+
+
+class DeviceSum:
+    """Sum a float32 buffer on the device with one step's kernel.
+
+    ctx, queue: where to run. step: one of STEPS. work_group: work-items per
+    work-group (a power of two the device allows; default: up to 256).
+    groups_per_cu: grid size of the grid-stride steps, in work-groups per
+    compute unit. unroll: UNROLL for step 5.
+    """
+
+    def __init__(self, ctx, queue, step, work_group=None, groups_per_cu=8, unroll=4):
+        if step not in STEPS:
+            raise ValueError(f"unknown step {step!r}; use one of {', '.join(STEPS)}")
+        device = queue.device
+        if groups_per_cu < 1 or unroll < 1:
+            raise ValueError("groups_per_cu and unroll must be at least 1")
+        # Without a size asked for: the largest power of two up to 256 that both
+        # the device and the built kernel allow (a compiler may allow a kernel
+        # fewer work-items than the device's maximum).
+        sizes = [int(work_group)] if work_group is not None else \
+            [w for w in (256, 128, 64, 32, 16, 8, 4, 2, 1) if w <= default_work_group(device)]
+        for wg in sizes:
+            if wg < 1 or wg & (wg - 1):
+                raise ValueError(f"work-group size {wg} is not a power of two "
+                                 "(the tree halves it every round)")
+            check_work_group(device, wg, 4 * wg)
+            defines = {"WG": wg}
+            if step == "5_unrolled":
+                defines["UNROLL"] = int(unroll)
+            self.kernel = kernel(ctx, f"reduction/{step}.cl", "reduce", defines)
+            kernel_max = launch.kernel_max(self.kernel, device)
+            if wg <= kernel_max:
+                break
+        else:
+            raise ValueError(f"work-group size {wg} exceeds what kernels/reduction/{step}.cl "
+                             f"allows on {device.name.strip()} ({kernel_max})")
+        self.ctx, self.queue, self.step, self.work_group = ctx, queue, step, wg
+        self.max_groups = compute_units(device) * int(groups_per_cu)
+        self._scratch = {}
+
+    def groups(self, n):
+        """Work-groups of one pass over n values."""
+        per_item = _PER_ITEM[self.step]
+        if per_item is not None:
+            return -(-n // (per_item * self.work_group))
+        return max(1, min(self.max_groups, n // (_MIN_PER_ITEM * self.work_group)))
+
+    def plan(self, n):
+        """The passes for n values: a list of (values in, work-groups)."""
+        if not 1 <= n < 2**32:
+            raise ValueError(f"can only sum 1 to 2**32 - 1 values, not {n}")
+        passes = []
+        while True:
+            g = self.groups(n)
+            passes.append((n, g))
+            if g == 1:
+                return passes
+            n = g
+
+    def _buffers(self, n):
+        # Two scratch buffers, used in turn: the first pass's output is the
+        # largest; every later pass writes fewer values than the one before.
+        if n not in self._scratch:
+            sizes = [g for _, g in self.plan(n)][:2] + [1]
+            mf = cl.mem_flags
+            self._scratch[n] = [cl.Buffer(self.ctx, mf.READ_WRITE, 4 * s) for s in sizes[:2]]
+        return self._scratch[n]
+
+    def enqueue(self, src, n):
+        """Enqueue every pass over the first n floats of buffer `src`.
+
+        Returns the list of the passes' events (for gb.time_events); the sum
+        is then the first float of `self.result`.
+        """
+        scratch = self._buffers(n)
+        events = []
+        for k, (count, groups) in enumerate(self.plan(n)):
+            dst = scratch[k % 2]
+            events.append(self.kernel(self.queue, (groups * self.work_group,), (self.work_group,),
+                                      src, dst, np.uint32(count)))
+            src = dst
+        self.result = src
+        return events
+
+    def sum(self, src, n):
+        """The sum of the first n floats of buffer `src`, as a Python float."""
+        self.enqueue(src, n)
+        out = np.empty(1, np.float32)
+        cl.enqueue_copy(self.queue, out, self.result)
+        return float(out[0])
+

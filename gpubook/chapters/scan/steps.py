@@ -1,0 +1,291 @@
+"""Chapter 7: prefix sums, and the ROC fitness they compute.
+
+The fitness of a model's scores on n examples with known classes: sort by
+score, high to low, ties to the lower example index; walking down the list,
+F = mean over k of (TPR_k - FPR_k), the true- and false-positive rates among
+the first k examples. It equals AUC - 1/2 for that order. The NumPy float64
+reference, the input checks, and the launches of kernels/scan/.
+"""
+import numpy as np
+import pyopencl as cl
+
+from ... import launch
+from ...kernels import KernelBuildError, kernel
+
+LIST_STEPS = ("1_hillis_steele", "2_work_efficient")
+DEVICE_STEPS = ("3_reduce_then_scan", "4_single_pass")
+WG_SCAN = "scan/wg_scan.cl"
+TILE_IO = "scan/tile_io.cl"
+
+
+def check_inputs(scores, labels):
+    """Refuse what has no fitness: labels other than 0 and 1, NaN scores, or a
+    single class (n = 1 included), where one of the rates divides by zero."""
+    scores, labels = np.asarray(scores), np.asarray(labels)
+    if scores.shape[-1] != labels.shape[-1]:
+        raise ValueError(f"{scores.shape[-1]} scores per model but {labels.shape[-1]} labels")
+    bad = np.unique(labels[(labels != 0) & (labels != 1)])
+    if bad.size:
+        shown = ", ".join(str(v) for v in bad[:5].tolist()) + (", ..." if bad.size > 5 else "")
+        raise ValueError(f"labels must be 0 (negative) or 1 (positive); found {shown} "
+                         f"({np.count_nonzero((labels != 0) & (labels != 1)):,} of {labels.size:,} labels)")
+    if np.isnan(scores).any():
+        raise ValueError("NaN scores have no place in the order: the fitness is undefined")
+    positives = int(np.count_nonzero(labels))
+    if positives in (0, labels.size):
+        kind = "positive" if positives else "negative"
+        raise ValueError(f"all {labels.size} examples are {kind}: the "
+                         f"{'false' if positives else 'true'}-positive rate is 0/0, so the fitness is undefined")
+    return positives
+
+
+def order(scores):
+    """Positions sorted by score, high to low, ties to the lower index (rows of a 2-D array)."""
+    return np.argsort(-np.asarray(scores, np.float64), axis=-1, kind="stable")
+
+
+def fitness_reference(scores, labels):
+    """The seed's fitness in float64 for one model (1-D scores) or each row of a 2-D array."""
+    positives = check_inputs(scores, labels)
+    y = np.asarray(labels, np.float64)[order(scores)]
+    n = y.shape[-1]
+    tp = np.cumsum(y, axis=-1)
+    fp = np.arange(1, n + 1) - tp
+    return np.mean(tp / positives - fp / (n - positives), axis=-1)
+
+
+def roc(scores, labels):
+    """(FPR, TPR) after each example in fitness order, starting at (0, 0)."""
+    positives = check_inputs(scores, labels)
+    y = np.asarray(labels, np.float64)[order(scores)]
+    tp = np.concatenate([[0.0], np.cumsum(y)])
+    fp = np.arange(len(tp)) - tp
+    return fp / (len(y) - positives), tp / positives
+
+
+def auc(scores, labels):
+    """Area under the ROC curve of that order (trapezoids)."""
+    fpr, tpr = roc(scores, labels)
+    return float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2))
+
+
+def fitness_from_sum(sum_tp, positives, n):
+    """F from sum_k TP_k, in float64 (the list kernels return that exact integer)."""
+    sum_fp = n * (n + 1) / 2 - sum_tp
+    return (sum_tp / positives - sum_fp / (n - positives)) / n
+
+
+def make_population(models, n, seed=7, levels=64):
+    """Labels (about 40% positive) and `models` rows of scores: each model has a
+    skill (a different separation of the classes) plus noise, and scores are
+    rounded to `levels` steps so that ties are common."""
+    rng = np.random.default_rng(seed)
+    labels = (rng.random(n) < 0.4).astype(np.uint8)
+    labels[:2] = (1, 0)  # both classes, whatever n
+    skill = rng.uniform(-0.5, 2.0, size=(models, 1))
+    raw = skill * (2.0 * labels - 1.0) + rng.standard_normal((models, n))
+    scores = np.round(np.clip(raw, -4, 4) * (levels / 8)) / (levels / 8)
+    return scores.astype(np.float32), labels
+
+
+class ShuffleUnavailable(ValueError):
+    """The warp-shuffle work-group scan cannot run here; the message says why."""
+
+
+def shuffle_unavailable(device, wg):
+    """Why the warp-shuffle scan (WARP_SHUFFLE=1: inline PTX shfl.sync) cannot run on this
+    device with work-groups of wg, or None. Only NVIDIA's OpenCL compiles PTX."""
+    platform = device.platform.name.strip()
+    if "NVIDIA" not in platform.upper():
+        return f"the warp-shuffle scan is inline NVIDIA PTX; the platform here is {platform}"
+    if wg % 32 or wg > 1024:
+        return f"the warp-shuffle scan needs a multiple of 32 work-items, at most 1024, not {wg}"
+    return None
+
+
+def build(ctx, device, sources, names, defines, shuffle):
+    """The kernels `names` of the joined sources; with shuffle, the WARP_SHUFFLE=1 build of the
+    work-group scan (ShuffleUnavailable, with the reason, where it cannot run or build)."""
+    if not shuffle:
+        return [kernel(ctx, sources, name, defines) for name in names]
+    why = shuffle_unavailable(device, defines["WG"])
+    if why:
+        raise ShuffleUnavailable(why)
+    try:
+        return [kernel(ctx, sources, name, {**defines, "WARP_SHUFFLE": 1}) for name in names]
+    except KernelBuildError as err:
+        raise ShuffleUnavailable(f"the warp-shuffle scan does not build on {device.name.strip()}: "
+                                 f"{str(err).splitlines()[0]}") from None
+
+
+def _check_wg(device, wg, local_bytes, kern=None):
+    """A clear error (launch.LaunchError) for a work-group this device or kernel cannot run."""
+    if wg < 1 or wg & (wg - 1):
+        raise ValueError(f"work-group size {wg} is not a power of two")
+    launch.check(device, wg, local_bytes, kern)
+
+
+def list_local_bytes(step, wg, items=8):
+    """Local memory of steps 1-2: the work-group scan, the 64-bit partial sums, the staged labels."""
+    return 4 * (2 * wg + 1) + 8 * wg + (4 * items * wg if step == "2_work_efficient" else 0)
+
+
+class ListFitness:
+    """Steps 1-2: one work-group computes the fitness of one sorted list of labels."""
+
+    def __init__(self, ctx, queue, step, wg=256, items=8, shuffle=False):
+        if step not in LIST_STEPS:
+            raise ValueError(f"unknown step {step!r}; use one of {', '.join(LIST_STEPS)}")
+        _check_wg(queue.device, wg, list_local_bytes(step, wg, items))
+        defines = {"WG": wg, "T": "uint"}
+        if step == "2_work_efficient":
+            defines["ITEMS"] = items
+        name = "fitness_hs" if step == "1_hillis_steele" else "fitness_we"
+        self.kernel, = build(ctx, queue.device, (WG_SCAN, f"scan/{step}.cl"), [name], defines, shuffle)
+        _check_wg(queue.device, wg, 0, self.kernel)
+        self.queue, self.wg = queue, wg
+        self.out = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16)
+
+    def enqueue(self, sorted_labels, n):
+        """sorted_labels: a device buffer of n int32 labels in fitness order."""
+        return self.kernel(self.queue, (self.wg,), (self.wg,), sorted_labels, np.int32(n), self.out)
+
+    def fitness(self, sorted_labels, n):
+        self.enqueue(sorted_labels, n)
+        out = np.empty(2, np.uint64)
+        cl.enqueue_copy(self.queue, out, self.out)
+        positives = int(out[1])
+        if positives in (0, n):
+            raise ValueError("all examples are of one class: the fitness is undefined")
+        return fitness_from_sum(float(out[0]), positives, n)
+
+
+def scan_local_bytes(wg, items, look=32, stage=True):
+    """Local memory of a DeviceScan: the work-group scan, the look-back window,
+    and the staged tile (padded against bank conflicts)."""
+    return 4 * (2 * wg + 1) + 8 * look + 16 + (4 * items * wg * 33 // 32 if stage else 16)
+
+
+def scan_shapes(device, candidates, look=32):
+    """(the (WG, ITEMS) tile shapes of `candidates` that this device can run: a
+    work-group it allows and a tile that fits its local memory, [(shape, reason)]
+    for the others). When none fits, the largest work-group that does, with
+    the first candidate's ITEMS, stands in for them."""
+    ok, skipped = [], []
+    for wg, items in candidates:
+        reason = launch.why_not(device, wg, scan_local_bytes(wg, items, min(look, wg)))
+        (skipped.append(((wg, items), reason)) if reason else ok.append((wg, items)))
+    if not ok:
+        items = candidates[0][1]
+        ok.append((launch.largest(device, max(w for w, _ in candidates),
+                                  lambda w: scan_local_bytes(w, items, min(look, w)), smallest=4), items))
+    return ok, skipped
+
+
+class DeviceScan:
+    """Step 3: an inclusive float32 scan of a whole buffer, in three launches
+    (reduce, then scan) or in one (decoupled look-back)."""
+
+    def __init__(self, ctx, queue, step, wg=256, items=16, look=None, stage=True, shuffle=False):
+        """look: tiles looked back at once, by default 32 (or all the work-group's
+        work-items, when it has fewer); stage: the tile through local memory; shuffle:
+        the warp-shuffle work-group scan (NVIDIA only, ShuffleUnavailable elsewhere)."""
+        look = min(32, wg) if look is None else look
+        if step not in DEVICE_STEPS:
+            raise ValueError(f"unknown step {step!r}; use one of {', '.join(DEVICE_STEPS)}")
+        if items % 4 or (items * wg // 4) % wg:
+            raise ValueError(f"ITEMS={items} must be a multiple of 4")
+        tile = items * wg
+        if not 1 <= look <= wg:
+            raise ValueError(f"the look-back window ({look}) must be 1 to the work-group size ({wg})")
+        _check_wg(queue.device, wg, scan_local_bytes(wg, items, look, stage))
+        self.ctx, self.queue, self.step, self.wg, self.tile = ctx, queue, step, wg, tile
+        src = (WG_SCAN, TILE_IO, f"scan/{step}.cl")
+        defines = {"WG": wg, "ITEMS": items, "T": "float", "STAGE": int(bool(stage))}
+        if step == DEVICE_STEPS[1]:
+            defines["LOOK"] = look
+        names = ("tile_sums", "scan_sums", "scan_tiles") if step == DEVICE_STEPS[0] else ("scan_single_pass",)
+        self.kernels = build(ctx, queue.device, src, names, defines, shuffle)
+        for k in self.kernels:
+            _check_wg(queue.device, wg, 0, k)
+        self._scratch = {}
+
+    def _buffers(self, tiles):
+        """(partial sums or status words, counter) for `tiles` tiles, and which
+        scan of them this is (the single pass needs no reset between scans)."""
+        entry = self._scratch.get(tiles)
+        if entry is None or (entry[2] + 1) * tiles >= 2**32:
+            mf = cl.mem_flags
+            size = 8 * tiles if self.step == DEVICE_STEPS[1] else 4 * tiles
+            aux, counter = cl.Buffer(self.ctx, mf.READ_WRITE, size), cl.Buffer(self.ctx, mf.READ_WRITE, 4)
+            zero = np.zeros(1, np.uint32)
+            cl.enqueue_fill_buffer(self.queue, aux, zero, 0, size)
+            cl.enqueue_fill_buffer(self.queue, counter, zero, 0, 4)
+            entry = [aux, counter, 0]
+            self._scratch[tiles] = entry
+        entry[2] += 1
+        return entry
+
+    def enqueue(self, src, dst, n):
+        """Scan the first n floats of `src` into `dst`; returns every event of the scan."""
+        if not 1 <= n < 2**32:
+            raise ValueError(f"can scan 1 to 2**32 - 1 floats, not {n}")
+        tiles = -(-n // self.tile)
+        aux, counter, epoch = self._buffers(tiles)
+        q, wg, n32 = self.queue, self.wg, np.uint32(n)
+        if self.step == DEVICE_STEPS[0]:
+            sums, scan_sums, scan_tiles = self.kernels
+            return [sums(q, (tiles * wg,), (wg,), src, n32, aux),
+                    scan_sums(q, (wg,), (wg,), aux, np.uint32(tiles)),
+                    scan_tiles(q, (tiles * wg,), (wg,), src, dst, n32, aux)]
+        return [self.kernels[0](q, (tiles * wg,), (wg,), src, dst, n32, aux, counter, np.uint32(epoch))]
+
+
+class Population:
+    """Step 4: the fitness of P models on the same n examples, one work-group per model."""
+
+    def __init__(self, ctx, queue, n, shortcut, wg=None):
+        """wg: work-items per model, by default the largest power of two up to 256
+        that the device allows with the n keys in local memory."""
+        np2 = 1 << max(0, n - 1).bit_length()
+        local = lambda w: 8 * np2 + 4 * (2 * w + 1)  # noqa: E731
+        wg = launch.largest(queue.device, 256, local) if wg is None else wg
+        _check_wg(queue.device, wg, local(wg))
+        if n < 2:
+            raise ValueError("n = 1: one example is one class, so the fitness is undefined")
+        self.kernel = kernel(ctx, (WG_SCAN, "scan/5_population.cl"), "population",
+                             {"WG": wg, "NP": np2, "T": "uint", "SHORTCUT": int(bool(shortcut))})
+        _check_wg(queue.device, wg, 0, self.kernel)
+        self.ctx, self.queue, self.n, self.wg = ctx, queue, n, wg
+
+    def upload(self, scores, labels):
+        """Device copies of a models x n score array and the labels, after the checks."""
+        positives = check_inputs(scores, labels)
+        if scores.shape[1] != self.n:
+            raise ValueError(f"built for n = {self.n}, got {scores.shape[1]} examples")
+        mf = cl.mem_flags
+        s = cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(scores, np.float32))
+        y = cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.asarray(labels, np.uint8))
+        out = cl.Buffer(self.ctx, mf.READ_WRITE, 4 * scores.shape[0])
+        return s, y, out, positives, scores.shape[0]
+
+    def enqueue(self, scores, labels, out, positives, models):
+        return self.kernel(self.queue, (models * self.wg,), (self.wg,), scores, labels,
+                           np.int32(self.n), np.int32(positives), out)
+
+    def fitness(self, scores, labels):
+        bufs = self.upload(scores, labels)
+        self.enqueue(*bufs)
+        got = np.empty(bufs[-1], np.float32)
+        cl.enqueue_copy(self.queue, got, bufs[2])
+        return got
+
+
+def check_prefix(got, ref, rtol):
+    """The largest error of float32 prefix sums against float64 ones, relative to the
+    total; AssertionError, with the error, beyond rtol."""
+    got = np.asarray(got)
+    err = float(np.max(np.abs(got - ref[:got.size]))) / float(ref[got.size - 1])
+    if not err < rtol:
+        raise AssertionError(f"prefix sums differ from float64 by {err:.1e} of the total (tolerance {rtol:.0e})")
+    return err
