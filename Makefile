@@ -45,6 +45,13 @@ kernel-builds: venv
 	-GPUBOOK_BUILD_LOG=$(CURDIR)/$(BUILD_LOG) $(MAKE) test
 	$(PY) tools/kernel_builds.py merge $(BUILD_LOG)
 
+## check-kernels: run each portable kernel at tiny sizes under Oclgrind (data races,
+## out-of-bounds and uninitialised values), one test per process; expects no report.
+## CHECK=--quick runs the subset CI may run; CHECK="scan-1 lsq-2" runs some cases.
+CHECK ?=
+check-kernels: venv
+	$(PY) tools/check_kernels.py $(CHECK)
+
 ## run: execute every notebook on your device and build a site of your own outputs
 run: venv
 	rm -rf _build/local && mkdir -p _build/local/notebooks
