@@ -7,7 +7,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 # The CPU device recorded as the second reference (PoCL's platform on the GPU host).
 CPU_CTX ?= portable
 
-.PHONY: book test run lab reference check-reference clean venv
+.PHONY: book test run lab reference check-reference kernel-builds check-kernels clean venv
 
 venv: $(VENV)/.installed
 
@@ -35,6 +35,22 @@ SMALL_DEVICE_NOTEBOOKS := $(addprefix notebooks/,03_reduction.ipynb 06_covarianc
 test: venv
 	GPUBOOK_SCALE=small $(VPY) -m pytest -p no:cacheprovider tests $(filter-out $(SMALL_DEVICE_NOTEBOOKS),$(NOTEBOOKS)) --nbval-lax --nbval-current-env
 	POCL_MAX_WORK_GROUP_SIZE=64 GPUBOOK_SCALE=small $(VPY) -m pytest -p no:cacheprovider $(SMALL_DEVICE_NOTEBOOKS) --nbval-lax --nbval-current-env
+
+## kernel-builds: record every kernel build that `make test` makes (files, -D options,
+## preamble) into tests/data/kernel_builds.json, which tests/test_strict_compile.py
+## compiles strictly. Entries of other OpenCL platforms (a GPU host's run) are kept.
+BUILD_LOG := _build/kernel_builds.log
+kernel-builds: venv
+	mkdir -p _build && rm -f $(BUILD_LOG)
+	-GPUBOOK_BUILD_LOG=$(CURDIR)/$(BUILD_LOG) $(MAKE) test
+	$(PY) tools/kernel_builds.py merge $(BUILD_LOG)
+
+## check-kernels: run each portable kernel at tiny sizes under Oclgrind (data races,
+## out-of-bounds and uninitialised values), one test per process; expects no report.
+## CHECK=--quick runs the subset CI may run; CHECK="scan-1 lsq-2" runs some cases.
+CHECK ?=
+check-kernels: venv
+	$(PY) tools/check_kernels.py $(CHECK)
 
 ## run: execute every notebook on your device and build a site of your own outputs
 run: venv

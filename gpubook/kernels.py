@@ -1,4 +1,6 @@
 """Building OpenCL programs from kernels/<chapter>/<step>.cl, quietly and once."""
+import hashlib
+import json
 import os
 import warnings
 
@@ -40,6 +42,18 @@ def _log_use(path):
                 f.write(f"{p}\n")
 
 
+def _log_build(ctx, path, opts, preamble):
+    # tools/kernel_builds.py collects every (files, options, preamble) a run builds
+    # into tests/data/kernel_builds.json, which the strict-compile test reads.
+    log = os.environ.get("GPUBOOK_BUILD_LOG")
+    if log:
+        files = list(path) if isinstance(path, tuple) else [path]
+        digest = hashlib.sha256(preamble.encode()).hexdigest()[:12] if preamble else ""
+        with open(log, "a") as f:
+            f.write(json.dumps({"files": files, "options": opts, "preamble": digest,
+                                "platform": ctx.devices[0].platform.name.strip()}) + "\n")
+
+
 def build(ctx, path, defines=None, extra=(), preamble=""):
     """The built program for kernels/<path> with these defines (built once per context);
     `preamble`: source put before the file's (gpubook.trace's macros)."""
@@ -50,6 +64,7 @@ def build(ctx, path, defines=None, extra=(), preamble=""):
     key = (ctx.int_ptr, path, tuple(opts), hash(text))
     if key not in _programs:
         _log_use(path)
+        _log_build(ctx, path, opts, preamble)
         try:
             with warnings.catch_warnings():
                 # Non-empty compiler logs on success are chatter, not news.

@@ -19,6 +19,10 @@
 #ifndef IN_REGS
 #define IN_REGS E
 #endif
+// The arrays of held examples get at least one slot: OpenCL C has no
+// zero-length arrays. With IN_REGS=0 that slot is never touched (every loop
+// over it stops at IN_REGS), so the compiler drops it.
+#define HELD (IN_REGS > 0 ? IN_REGS : 1)
 #ifndef SHUFFLE
 #define SHUFFLE 0
 #endif
@@ -80,8 +84,8 @@ void train(__global const float4 *X, __global const float *labels,
     const int id = get_local_id(0);
 
     // this work-item's examples, held in registers for the whole run
-    float4 x[IN_REGS][K4];
-    float y[IN_REGS];
+    float4 x[HELD][K4];
+    float y[HELD];
 #pragma unroll
     for (int e = 0; e < IN_REGS; ++e) {
 #pragma unroll

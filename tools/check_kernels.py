@@ -1,0 +1,212 @@
+"""Run the book's portable kernels under Oclgrind and expect no report.
+
+Oclgrind simulates an OpenCL device and reports out-of-bounds accesses (always on),
+data races (--data-races) and uses of uninitialised values (--uninitialized). Each
+case below is a few small unit tests that launch one chapter step at tiny sizes;
+every test of a case runs in its own process, `oclgrind ... python -m pytest NODEIDS` with
+PYOPENCL_CTX=0 (Oclgrind is then the only platform), so that a simulator crash
+names its case. Which kernel files a case built comes from GPUBOOK_KERNEL_LOG.
+
+    python tools/check_kernels.py            # every case (make check-kernels)
+    python tools/check_kernels.py --quick    # the CI subset
+    python tools/check_kernels.py reduction-5 scan-3   # some cases
+    python tools/check_kernels.py --list
+
+A case passes when its tests pass and Oclgrind's log is empty. When the simulator
+itself crashes with --uninitialized (Oclgrind 21.10 does on a float4 carried through
+a loop), the case runs again without that check and says so. The summary names
+every kernel file that no case ran, with the reason.
+"""
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+R = "tests/test_reduction.py::"
+S = "tests/test_scan.py::"
+L = "tests/test_logreg.py::"
+T = "tests/test_transpose.py::"
+Q = "tests/test_lsq.py::"
+C = "tests/test_covariance.py::"
+M = "tests/test_machine.py::"
+
+# name -> pytest node ids. Small cases, one chapter step each where the tests allow.
+CASES = {
+    **{f"reduction-{s[0]}": [f"{R}test_every_step_sums_correctly[257-{s}]",
+                             f"{R}test_every_step_sums_correctly[4099-{s}]"]
+       for s in ("1_interleaved", "2_sequential", "3_first_add", "4_multi", "5_unrolled")},
+    "scan-1": [f"{S}test_list_fitness_exact[33-1_hillis_steele]"],
+    "scan-2": [f"{S}test_list_fitness_exact[33-2_work_efficient]"],
+    "scan-3": [f"{S}test_device_scan_odd_sizes_one_element_many_tiles[False-3_reduce_then_scan]"],
+    "scan-4": [f"{S}test_device_scan_odd_sizes_one_element_many_tiles[False-4_single_pass]"],
+    "scan-5": [f"{S}test_population_matches_numpy_with_ties[100-False]"],
+    **{f"logreg-{n}": [f"{L}test_kernels_train_like_the_reference[{n}]"]
+       for n in ("naive-1-defines0", "reordered-1-defines1", "merged-1-defines2",
+                 "work_items-8-defines3", "tree-16-defines4", "float4-4-defines5",
+                 "fast-32-defines7", "fast-16-defines10")},
+    "transpose": [f"{T}test_transposes_exact"],
+    "transpose-scores": [f"{T}test_scores_match_numpy"],
+    "transpose-gradients": [f"{T}test_gradients_match_numpy"],
+    "transpose-iterations": [f"{T}test_iterations_match_train"],
+    **{f"covariance-{s}": [f"{C}test_every_step_on_sizes_no_tile_divides[{s}]"]
+       for s in ("naive", "symmetric", "local_tiles", "register_tiles")},
+    "covariance-pairs": [f"{C}test_tile_pairs_gather_and_scatter[flatten]"],
+    "covariance-stream": [f"{C}test_stream_matches_in_core_within_budget"],
+    "tiles-float64": ["tests/test_tiles.py::test_sizes_no_tile_divides[float64-1e-13-1-2]"],
+    "lsq-1": [f"{Q}test_device_includ_matches_the_reference[False-1_sequential]"],
+    "lsq-2": [f"{Q}test_device_includ_matches_the_reference[False-2_row_group]"],
+    "lsq-3": [f"{Q}test_blocked_householder_matches_the_reference[8]"],
+    "lsq-4": [f"{Q}test_subset_search_matches_numpy_and_lstsq[3]"],
+    "lsq-5": [f"{Q}test_tiled_householder_matches_the_reference[8-16-1]"],
+    "lsq-6": ["tests/test_tsqr.py::test_tsqr_matches_numpy[90-33-8-None]"],
+    "lsq-7": ["tests/test_cholqr.py::test_blocked_cholesky_and_inverse_match_numpy[32-16]"],
+    "machine-read": [f"{M}test_read_kernel_sums_what_numpy_says"],
+    "machine-chase": [f"{M}test_pointer_chase_ends_where_the_chain_says"],
+    "machine-local": [f"{M}test_local_stride_kernel_reads_what_numpy_says"],
+    "trace": ["tests/test_trace.py::test_records_ids_of_every_work_item"],
+    "multi": ["tests/test_multi.py::test_covariance_split_over_devices[1]"],
+}
+
+# The subset CI may run: cases that were clean here, about 3-12 s each.
+QUICK = ["scan-1", "scan-5", "logreg-naive-1-defines0", "logreg-merged-1-defines2",
+         "covariance-symmetric"]
+
+# Kernel files no case runs, and why.
+NOT_RUN = {
+    "tensor/check.cl": "NVIDIA only: mma.sync through inline PTX (its EMULATE=1 path is a test double)",
+    "tensor/dmma_tiles.cl": "NVIDIA only: FP64 mma.sync through inline PTX",
+    "tensor/mma.cl": "NVIDIA only: inline PTX (mma.sync)",
+    "tensor/peak.cl": "NVIDIA only: mma.sync peak loop through inline PTX",
+    "tensor/xtx_tf32.cl": "NVIDIA only: mma.sync, cp.async and red.global through inline PTX",
+}
+
+REPORT_START = re.compile(r"^\S.*")
+
+
+def reports(log_text):
+    """Oclgrind's messages: blocks of lines separated by blank lines."""
+    blocks, cur = [], []
+    for line in log_text.splitlines():
+        if line.strip():
+            cur.append(line)
+        elif cur:
+            blocks.append(cur)
+            cur = []
+    if cur:
+        blocks.append(cur)
+    return blocks
+
+
+def summary_of(block):
+    kernel = next((ln.split(":", 1)[1].strip() for ln in block if ln.strip().startswith("Kernel:")), "?")
+    where = next((ln.strip() for ln in block if ln.strip().startswith("At line")), "")
+    return f"{block[0].strip()} [kernel {kernel}] {where}"
+
+
+def run_case(name, nodes, uninitialized, timeout, oclgrind):
+    with tempfile.TemporaryDirectory(prefix="check_kernels_") as tmp:
+        log = Path(tmp) / "oclgrind.log"
+        used = Path(tmp) / "kernels.log"
+        flags = ["--data-races"] + (["--uninitialized"] if uninitialized else [])
+        cmd = [oclgrind, *flags, "--max-errors", "50", "--log", str(log),
+               sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header", *nodes]
+        env = {**os.environ, "PYOPENCL_CTX": "0", "GPUBOOK_SCALE": "small",
+               "GPUBOOK_KERNEL_LOG": str(used),
+               "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+        env.pop("GPUBOOK_BUILD_LOG", None)
+        start = time.perf_counter()
+        try:
+            res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+            rc, out = res.returncode, res.stdout + res.stderr
+        except subprocess.TimeoutExpired as err:
+            rc, out = "timeout", (err.stdout or b"").decode(errors="replace") if isinstance(err.stdout, bytes) else (err.stdout or "")
+        seconds = time.perf_counter() - start
+        blocks = reports(log.read_text(errors="replace")) if log.exists() else []
+        files = sorted(set(used.read_text().split())) if used.exists() else []
+    return {"name": name, "rc": rc, "out": out, "seconds": seconds, "reports": blocks,
+            "files": files, "uninitialized": uninitialized}
+
+
+def describe(r):
+    rc = r["rc"]
+    if rc == "timeout":
+        state = "TIMEOUT"
+    elif isinstance(rc, int) and rc < 0:
+        state = f"CRASH ({signal.Signals(-rc).name})"
+    elif rc in (139, 134):
+        state = f"CRASH (exit {rc})"
+    elif r["reports"]:
+        state = f"{len(r['reports'])} REPORT(S)"
+    elif rc != 0:
+        state = f"TESTS FAILED (exit {rc})"
+    else:
+        state = "clean"
+    checks = "races, bounds" + (", uninitialised" if r["uninitialized"] else "")
+    return state, checks
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cases", nargs="*", help="case names (default: all)")
+    ap.add_argument("--quick", action="store_true", help="only the CI subset")
+    ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds per case (default 300)")
+    args = ap.parse_args(argv)
+    if args.list:
+        for name, nodes in CASES.items():
+            print(name + (" (quick)" if name in QUICK else ""), *nodes, sep="\n    ")
+        return 0
+    oclgrind = shutil.which("oclgrind")
+    if oclgrind is None:
+        print("oclgrind is not installed (Debian: apt-get install oclgrind)", file=sys.stderr)
+        return 2
+    names = args.cases or (QUICK if args.quick else list(CASES))
+    unknown = [n for n in names if n not in CASES]
+    if unknown:
+        print(f"unknown case(s): {unknown}; see --list", file=sys.stderr)
+        return 2
+    failed, covered, total = [], set(), time.perf_counter()
+    for name in names:
+        # One test per process: Oclgrind has reported uninitialised values in a second
+        # test of the same process that each test alone does not show.
+        for node in CASES[name]:
+            label = f"{name} {node.split('::')[-1]}"
+            r = run_case(label, [node], True, args.timeout, oclgrind)
+            state, _ = describe(r)
+            if state.startswith("CRASH"):
+                # A simulator crash under --uninitialized: say so, still check races and bounds.
+                print(f"{label}: {state} with --uninitialized; again without it", flush=True)
+                r = run_case(label, [node], False, args.timeout, oclgrind)
+            state, checks = describe(r)
+            covered.update(r["files"])
+            print(f"{label}: {state} in {r['seconds']:.1f} s ({checks}) kernels: "
+                  f"{' '.join(r['files']) or '-'}", flush=True)
+            for block in r["reports"][:5]:
+                print("    " + summary_of(block))
+            if state != "clean":
+                failed.append(label)
+                if not r["reports"]:
+                    print("    " + "\n    ".join(r["out"].strip().splitlines()[-15:]))
+    print(f"--- {len(names)} case(s) in {time.perf_counter() - total:.0f} s; "
+          f"{len(failed)} not clean{': ' + ' '.join(failed) if failed else ''}")
+    if not args.cases and not args.quick:
+        everything = sorted(str(p.relative_to(ROOT / "kernels")) for p in (ROOT / "kernels").rglob("*.cl"))
+        for f in everything:
+            if f in NOT_RUN:
+                print(f"not run: kernels/{f}: {NOT_RUN[f]}")
+            elif f not in covered:
+                print(f"not run: kernels/{f}: no case built it (add one to CASES)")
+                failed.append(f)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
