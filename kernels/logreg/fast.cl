@@ -197,6 +197,8 @@ void train(__global const float4 *X, __global const float *labels,
             wv[k] += RATE * vload4(k, total);
 #endif
     }
+    // every work-item read w before the loop: order those reads before the write
+    barrier(CLK_GLOBAL_MEM_FENCE);
     if (id == 0) {
 #pragma unroll
         for (int k = 0; k < K4; ++k)

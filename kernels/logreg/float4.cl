@@ -29,7 +29,8 @@ void train(__global const float4 *X, __global const float *labels,
         }
         for (int k = 0; k < K4; ++k)
             partial[id * K4 + k] = gradient[k];
-        barrier(CLK_LOCAL_MEM_FENCE);
+        // every work-item's reads of w are done before work-item 0 updates it
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
         for (int offset = N / 2; offset > 0; offset >>= 1) {
             if (id < offset)
                 for (int k = 0; k < K4; ++k)

@@ -30,7 +30,8 @@ void train(__global const float *X, __global const float *labels,
         }
         for (int k = 0; k < K; ++k)
             partial[id * K + k] = gradient[k];
-        barrier(CLK_LOCAL_MEM_FENCE);
+        // every work-item's reads of w are done before work-item 0 updates it
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
         for (int offset = N / 2; offset > 0; offset >>= 1) {
             if (id < offset)
                 for (int k = 0; k < K; ++k)

@@ -35,7 +35,8 @@ void train(__global const float *X, __global const float *labels,
         }
         for (int k = 0; k < K; ++k)
             partial[id * K + k] = gradient[k];
-        barrier(CLK_LOCAL_MEM_FENCE);
+        // every work-item's reads of w are done before work-item 0 updates it
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
         if (id == 0) {
             // the serial sum: N * K additions, one work-item, the others wait
             for (int k = 0; k < K; ++k) {
