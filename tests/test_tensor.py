@@ -158,8 +158,13 @@ def test_xtx_split_late_sums_what_the_early_split_sums(cl_env):
         tensor.xtx_shape_checked({**SMALL, "LATE": 2})
 
 
-@pytest.mark.parametrize("warps", [(2, 2), (1, 2), (2, 1), (1, 1)])
-def test_xtx_fed_by_copies_sums_what_the_late_split_sums(cl_env, warps):
+# Every mode on one warp shape, and the other shapes in 3xTF32 alone: each build of an
+# emulated tensor-core kernel costs PoCL seconds to compile, and the modes share the feed.
+FEED_CASES = [((2, 2), mode) for mode in tensor.MODES] + [(w, "3xtf32") for w in ((1, 2), (2, 1), (1, 1))]
+
+
+@pytest.mark.parametrize("warps, mode", FEED_CASES)
+def test_xtx_fed_by_copies_sums_what_the_late_split_sums(cl_env, warps, mode):
     """FEED: copies into local memory (cp.async on the GPU), float4 fragment loads from a
     permuted layout, a whole warp skipped above the diagonal, and (16-byte loads, 4 or more
     fragments across a warp: warps (2, 1) and (1, 1)) flushes of four neighbouring sums at
@@ -173,15 +178,14 @@ def test_xtx_fed_by_copies_sums_what_the_late_split_sums(cl_env, warps):
     xb = _padded(ctx, x, ldx)
     late = {**SMALL, "WARPS_M": warps[0], "WARPS_N": warps[1], "LATE": 1}
     fed = {**late, "FEED": 1}
-    for mode in tensor.MODES:
-        for wide in (True, False):
-            got = _run(tensor.XtX(ctx, queue, mode, shape=fed, emulate=True, wide_loads=wide, flush_rows=16),
-                       xb, m, n, ldx)
-            assert np.all(np.isfinite(got)) and not np.any(np.triu(got, 1))
-            assert tensor.lower_error(got, tensor.xtx_model(x, mode)) < 1e-5
-            flushed = _run(tensor.XtX(ctx, queue, mode, shape=late, emulate=True, wide_loads=wide,
-                                      flush_rows=16), xb, m, n, ldx)
-            assert np.array_equal(got, flushed), (mode, wide)
+    for wide in (True, False):
+        got = _run(tensor.XtX(ctx, queue, mode, shape=fed, emulate=True, wide_loads=wide, flush_rows=16),
+                   xb, m, n, ldx)
+        assert np.all(np.isfinite(got)) and not np.any(np.triu(got, 1))
+        assert tensor.lower_error(got, tensor.xtx_model(x, mode)) < 1e-5
+        flushed = _run(tensor.XtX(ctx, queue, mode, shape=late, emulate=True, wide_loads=wide,
+                                  flush_rows=16), xb, m, n, ldx)
+        assert np.array_equal(got, flushed), (mode, wide)
     assert tensor.xtx_local_bytes(fed, "3xtf32") == tensor.xtx_local_bytes(late, "3xtf32")
     prod = tensor.XtX(ctx, queue, "3xtf32", shape=fed, emulate=True)
     assert prod.loads(n, ldx) == 4 and prod.loads(n, ldx, lds=n + 2) == 1  # 16-byte flushes need lds % 4 == 0
