@@ -27,7 +27,7 @@ import pyopencl as cl
 from ... import dmma, launch, tiles
 from ...device import compute_units, require_fp64
 from ...kernels import kernel
-from .tsqr import PATH as TSQR_PATH, TSQR, checked, fit_from_r
+from .tsqr import PATH as TSQR_PATH, TSQR, checked, rank_checked_fit
 
 PATH = "lsq/7_cholesky.cl"
 COND_LIMIT = 1e7
@@ -198,6 +198,7 @@ class CholeskyQR2:
         self._tsqr_options = dict(tsqr_options or {})
         self._tsqr, self._m, self._fallback = None, None, None
         self.method, self.cond_estimate, self.reason = None, None, ""
+        self.dependent = []
 
     @property
     def tsqr(self):
@@ -327,8 +328,11 @@ class CholeskyQR2:
         return self.factor_buffer(self.upload(a), len(a))
 
     def least_squares(self, x, y):
-        """(X's triangle, Q'y, residual sum of squares) of the fit of y on x."""
+        """(X's triangle, Q'y, residual sum of squares) of the fit of y on x;
+        columns of x that depend on earlier ones (`dependent`) get zero rows
+        and the residual sum is the true minimum (tsqr.rank_checked_fit)."""
         x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
         if x.ndim != 2 or y.shape != (len(x),):
             raise ValueError(f"expected x of m rows and y of m values, got {x.shape} and {y.shape}")
-        return fit_from_r(self.r_factor(np.column_stack([x, y])))
+        *fit, self.dependent = rank_checked_fit(self.r_factor(np.column_stack([x, y])))
+        return tuple(fit)

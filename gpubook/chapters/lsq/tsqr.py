@@ -48,6 +48,26 @@ def fit_from_r(r):
     return r[:w, :w].copy(), r[:w, w].copy(), float(r[w, w] ** 2)
 
 
+def rank_checked_fit(r):
+    """(X's triangle, z = Q'y, residual sum of squares, dependent columns) from
+    R of [X y], with Miller's `sing` (gpubook.chapters.lsq.rows) run on it as
+    Includ and BlockedQR run it. A column of X that depends on the columns
+    before it leaves only rounding on R's diagonal, and a reflection built from
+    that rounding takes a random share of y away: the residual comes out below
+    the true minimum and X's triangle is nearly singular. Such columns get a
+    zero row (d = 0) and their share goes back into the residual, which is then
+    lstsq's. Where no column depends on the others, R is used as it is."""
+    from .rows import Factor, sing
+
+    rt, z, rss = fit_from_r(r)
+    f = Factor.from_triangular(rt, z, rss)
+    dependent = sing(f)
+    if dependent:
+        rt, z = f.triangular()
+        rss = float(f.sserr)
+    return rt, z, rss, dependent
+
+
 def checked(a, cols=None):
     """A as a C-contiguous float64 matrix, or a clear error."""
     a = np.asarray(a, np.float64)
@@ -78,6 +98,7 @@ class TSQR:
         for part, name in ((1, "tsqr_leaf"), (2, "tsqr_tree")):
             self._build(device, part, name, self._wanted(device, int(wg)), block_rows, in_local)
         self._capacity, self.Ra, self.Rb, self._final = 0, None, None, None
+        self.dependent = []
 
     def _wanted(self, device, wg):
         """The work-group asked for. On a CPU, at most 8 rows of work-items (TY): Debian's
@@ -161,11 +182,14 @@ class TSQR:
         return self.r()
 
     def least_squares(self, x, y):
-        """(X's triangle, Q'y, residual sum of squares) of the fit of y on x."""
+        """(X's triangle, Q'y, residual sum of squares) of the fit of y on x;
+        columns of x that depend on earlier ones (`dependent`) get zero rows
+        and the residual sum is the true minimum (rank_checked_fit)."""
         x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
         if x.ndim != 2 or y.shape != (len(x),):
             raise ValueError(f"expected x of m rows and y of m values, got {x.shape} and {y.shape}")
-        return fit_from_r(self.r_factor(np.column_stack([x, y])))
+        *fit, self.dependent = rank_checked_fit(self.r_factor(np.column_stack([x, y])))
+        return tuple(fit)
 
     def factor(self, x, y):
         """The fit in Miller's form (chapter 8's lsq.Factor)."""
