@@ -8,6 +8,7 @@ from .device import (DeviceChoiceError, chapter_needs_fp64, check_work_group, ch
                      device_summary, has_fp64, list_devices, make_queue, open_device, pinned_empty,
                      require_fp64)
 from . import launch
+from .claims import claim
 from .host import host_baseline
 from .kernels import KernelBuildError, build, kernel, show_kernel
 from .launch import LaunchError
@@ -29,6 +30,6 @@ __all__ = [
     "plot_sweep", "plot_time_bars", "TileError", "tile_label",
     "device_slug", "load_results", "other_devices", "record", "recorded_limits",
     "arch_limits", "kernel_resources", "occupancy", "ptx_lines", "resource_table",
-    "scale", "glue", "markdown_table", "show_code", "host_baseline",
+    "scale", "glue", "markdown_table", "show_code", "host_baseline", "claim",
     "Timing", "event_seconds", "stats", "sweep", "table", "time_events",
 ]
