@@ -22,8 +22,12 @@ from .tsqr import gram_error
 # Smaller register tiles, tried in order where the default shapes need more
 # work-items per work-group than the device allows (square: the Gram products
 # and the Cholesky's trailing update; any: Q1 and R2 R1).
+# 64, 64, 32 and 16 work-items per work-group: a device that simulates few
+# work-items (PoCL's POCL_MAX_WORK_GROUP_SIZE=32 or 16) still runs the step.
 SQUARE_FALLBACKS = [{"TM": 32, "TN": 32, "WM": 4, "WN": 4, "K": 8, "STAGES": 2},
-                    {"TM": 16, "TN": 16, "WM": 2, "WN": 2, "K": 4, "STAGES": 2}]
+                    {"TM": 16, "TN": 16, "WM": 2, "WN": 2, "K": 4, "STAGES": 2},
+                    {"TM": 32, "TN": 32, "WM": 8, "WN": 4, "K": 8, "STAGES": 2},
+                    {"TM": 16, "TN": 16, "WM": 4, "WN": 4, "K": 4, "STAGES": 2}]
 PRODUCT_FALLBACKS = [{"TM": 64, "TN": 32, "WM": 8, "WN": 4, "K": 8, "STAGES": 2}] + SQUARE_FALLBACKS
 
 
