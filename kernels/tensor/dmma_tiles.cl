@@ -1,4 +1,5 @@
-// C (+)= alpha * A'B in double on the FP64 tensor cores (mma.sync m8n8k4,
+// C (+)= alpha * A'B in double on the FP64 tensor cores (mma.sync in the
+// build's FP64 shape, F64_M x 8 x F64_K: m8n8k4, or Hopper's m16n8k4 / m16n8k8;
 // NVIDIA only; joined after kernels/tensor/mma.cl by gpubook.dmma): the same
 // arguments and the same result as kernels/tiles/register_tiles.cl built in
 // double, so that chapter 8's step 6 can run its products either way.
@@ -6,24 +7,26 @@
 // A (rows k, columns i) and B (rows k, columns j) are row-major with strides
 // lda, ldb from offsets a_off, b_off; C[i][j] = sum over k of A[k][i] B[k][j].
 // A work-group owns a TM x TN tile of C; its WARPS_M x WARPS_N warps each
-// own a (TM / WARPS_M) x (TN / WARPS_N) block, MF x NF fragments of 8 x 8
-// (two doubles per lane, c_i = C[g][2t + i]). The rows k go KC at a time
-// through two local buffers (one barrier per chunk); the next chunk's loads
-// from global memory are issued before this chunk's products and wait in
-// registers. Each step of 4 rows is one m8n8k4 per fragment: lane (g, t)
-// reads A[k0 + t][i0 + g] and B[k0 + t][j0 + g] (g = lane / 4, t = lane % 4).
+// own a (TM / WARPS_M) x (TN / WARPS_N) block, MF x NF fragments of F64_M x 8
+// (F64_C doubles per lane, c_h = C[g + 8 (h / 2)][2t + h % 2]). The rows k go
+// KC at a time through two local buffers (one barrier per chunk); the next
+// chunk's loads from global memory are issued before this chunk's products
+// and wait in registers. Each step of F64_K rows is one mma per fragment:
+// lane (g, t) reads A[k0 + t + 4 (i / R)][i0 + g + 8 (i % R)] (R = F64_M / 8)
+// and B[k0 + t + 4 i][j0 + g] (g = lane / 4, t = lane % 4), as mma.cl lays out
+// A' (the columns of A are the rows of the product).
 // Local rows are TM + 8 doubles long: the 4 rows t of a fragment load then
 // fall 16 banks apart, so a warp's 64-bit loads take the two passes that
 // 256 bytes need and no more.
 //
-// Build options: TM, TN, WARPS_M, WARPS_N, KC (multiple of 4), TRIANGLE (only
-// tiles on and below the diagonal of a square C), EMULATE (gpubook.tensor).
-// The rows k_begin..k_end are split into chunks of k_chunk, one per
-// get_group_id(1); chunk h writes its sums at c_off + h * c_stride.
+// Build options: TM, TN, WARPS_M, WARPS_N, KC (multiple of F64_K), F64_M, F64_K
+// (mma.cl), TRIANGLE (only tiles on and below the diagonal of a square C),
+// EMULATE (gpubook.tensor). The rows k_begin..k_end are split into chunks of
+// k_chunk, one per get_group_id(1); chunk h writes its sums at c_off + h * c_stride.
 #define NTH (32 * WARPS_M * WARPS_N)
 #define WTM (TM / WARPS_M)
 #define WTN (TN / WARPS_N)
-#define MF (WTM / 8)
+#define MF (WTM / F64_M)
 #define NF (WTN / 8)
 #define LDA (TM + 8)
 #define LDB (TN + 8)
@@ -82,12 +85,14 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
     const int k1 = min(k_end, k0 + k_chunk);
     __global const double *pa = a + a_off + i0, *pb = b + b_off + j0;
 
-    double acc[MF][NF][2];
+    double acc[MF][NF][F64_C];
 #pragma unroll
     for (int p = 0; p < MF; ++p)
 #pragma unroll
         for (int q = 0; q < NF; ++q)
-            acc[p][q][0] = acc[p][q][1] = 0.0;
+#pragma unroll
+            for (int h = 0; h < F64_C; ++h)
+                acc[p][q][h] = 0.0;
 
     double na[LA], nb[LB];
     fetch(na, LA, TM, pa, lda, k0, k1, M - i0);
@@ -103,14 +108,18 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
         }
         __local const double *sa = la + s * KC * LDA + wm + g, *sb = lb + s * KC * LDB + wn + g;
 #pragma unroll
-        for (int r = 0; r < KC; r += 4) {
-            double fa[MF], fb[NF];
+        for (int r = 0; r < KC; r += F64_K) {
+            double fa[MF][F64_A], fb[NF][F64_B];
 #pragma unroll
             for (int p = 0; p < MF; ++p)
-                fa[p] = sa[(r + t) * LDA + p * 8];
+#pragma unroll
+                for (int i = 0; i < F64_A; ++i)
+                    fa[p][i] = sa[(r + t + 4 * (i / F64_R)) * LDA + p * F64_M + 8 * (i % F64_R)];
 #pragma unroll
             for (int q = 0; q < NF; ++q)
-                fb[q] = sb[(r + t) * LDB + q * 8];
+#pragma unroll
+                for (int i = 0; i < F64_B; ++i)
+                    fb[q][i] = sb[(r + t + 4 * i) * LDB + q * 8];
 #pragma unroll
             for (int p = 0; p < MF; ++p)
 #pragma unroll
@@ -126,8 +135,9 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
 #pragma unroll
         for (int q = 0; q < NF; ++q)
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int row = i0 + wm + p * 8 + g, col = j0 + wn + q * 8 + 2 * t + h;
+            for (int h = 0; h < F64_C; ++h) {
+                const int row = i0 + wm + p * F64_M + g + 8 * (h / 2);
+                const int col = j0 + wn + q * 8 + 2 * t + h % 2;
                 if (row < M && col < N) {
                     __global double *dst = out + (size_t)row * ldc + col;
                     *dst = (accumulate ? *dst : 0.0) + alpha * acc[p][q][h];
