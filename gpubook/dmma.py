@@ -5,8 +5,8 @@ way. The gate is gpubook.tensor.available; emulate=True builds the same kernel
 with the warp's product done through local memory (any OpenCL device: the
 tests check the tiling and the bounds that way).
 
-A shape gives the tile (TM, TN, WARPS_M, WARPS_N, KC) and may name the FP64
-mma shape ("MMA": one of gpubook.tensor.F64_SHAPES); without it the kernel
+A shape gives the tile (TM, TN, WARPS_M, WARPS_N, KC), may give the local
+stages ("STAGES": 1 or 2, default 2) and may name the FP64 mma shape ("MMA": one of gpubook.tensor.F64_SHAPES); without it the kernel
 uses the device's (tensor.f64_shape: Hopper's m16n8k4 on sm_90 and later,
 m8n8k4 on sm_8x, and m8n8k4 when emulated on a device without either).
 """
@@ -24,9 +24,10 @@ def work_items(shape):
 
 
 def label(shape):
-    mma = shape.get("MMA")
+    mma, stages = shape.get("MMA"), shape.get("STAGES", 2)
     return (f"{shape['TM']}x{shape['TN']} tile, {shape['WARPS_M']}x{shape['WARPS_N']} warps, "
-            f"K={shape['KC']}, FP64 mma" + (f" {mma}" if mma else ""))
+            f"K={shape['KC']}" + (", one local stage" if stages == 1 else "") + ", FP64 mma" +
+            (f" {mma}" if mma else ""))
 
 
 def mma_shape(shape, device=None, emulate=False):
@@ -40,11 +41,11 @@ def mma_shape(shape, device=None, emulate=False):
 
 
 def local_bytes(shape, emulate=False, device=None):
-    """Local memory of one work-group: two stages of both panels (rows TM + 8 and
-    TN + 8 doubles), and each emulated warp's scratch."""
+    """Local memory of one work-group: STAGES copies of both panels (KC rows of
+    TM + 8 and TN + 8 doubles), and each emulated warp's scratch."""
     m, k = tensor.F64_SHAPES[mma_shape(shape, device, emulate)]
     scratch = 8 * (m * k + 8 * k) * shape["WARPS_M"] * shape["WARPS_N"] if emulate else 8
-    return 2 * 8 * shape["KC"] * (shape["TM"] + shape["TN"] + 16) + scratch
+    return shape.get("STAGES", 2) * 8 * shape["KC"] * (shape["TM"] + shape["TN"] + 16) + scratch
 
 
 def get_kernel(ctx, device, shape, triangle=False, emulate=False):
@@ -59,10 +60,13 @@ def get_kernel(ctx, device, shape, triangle=False, emulate=False):
     if tm % (fm * wm) or tn % (8 * wn) or kc % fk or kc < fk:
         raise ValueError(f"{label(shape)}: with {mma}, TM must be a multiple of {fm} WARPS_M, TN of 8 "
                          f"WARPS_N and KC of {fk}")
+    if shape.get("STAGES", 2) not in (1, 2):
+        raise ValueError(f"{label(shape)}: STAGES is 1 or 2")
     if triangle and tm != tn:
         raise ValueError("the triangle needs square tiles")
     launch.check(device, work_items(shape), local_bytes(shape, emulate, device))
-    defines = {**{k: shape[k] for k in TILE_KEYS}, "TRIANGLE": int(triangle), **tensor.f64_defines(mma)}
+    defines = {**{k: shape[k] for k in TILE_KEYS}, "STAGES": shape.get("STAGES", 2), "TRIANGLE": int(triangle),
+               **tensor.f64_defines(mma)}
     kern = tensor._build(ctx, device, PATH, "dmma_tiles", defines, emulate)
     launch.check(device, work_items(shape), kern=kern)
     return kern

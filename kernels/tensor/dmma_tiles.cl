@@ -9,9 +9,10 @@
 // A work-group owns a TM x TN tile of C; its WARPS_M x WARPS_N warps each
 // own a (TM / WARPS_M) x (TN / WARPS_N) block, MF x NF fragments of F64_M x 8
 // (F64_C doubles per lane, c_h = C[g + 8 (h / 2)][2t + h % 2]). The rows k go
-// KC at a time through two local buffers (one barrier per chunk); the next
-// chunk's loads from global memory are issued before this chunk's products
-// and wait in registers. Each step of F64_K rows is one mma per fragment:
+// KC at a time through STAGES local buffers: with two, one barrier per chunk;
+// with one (room for a KC twice as deep), a second barrier before each store.
+// The next chunk's loads from global memory are issued before this chunk's
+// products and wait in registers. Each step of F64_K rows is one mma per fragment:
 // lane (g, t) reads A[k0 + t + 4 (i / R)][i0 + g + 8 (i % R)] (R = F64_M / 8)
 // and B[k0 + t + 4 i][j0 + g] (g = lane / 4, t = lane % 4), as mma.cl lays out
 // A' (the columns of A are the rows of the product).
@@ -19,10 +20,14 @@
 // fall 16 banks apart, so a warp's 64-bit loads take the two passes that
 // 256 bytes need and no more.
 //
-// Build options: TM, TN, WARPS_M, WARPS_N, KC (multiple of F64_K), F64_M, F64_K
+// Build options: TM, TN, WARPS_M, WARPS_N, KC (multiple of F64_K), STAGES (1 or
+// 2, default 2), F64_M, F64_K
 // (mma.cl), TRIANGLE (only tiles on and below the diagonal of a square C),
 // EMULATE (gpubook.tensor). The rows k_begin..k_end are split into chunks of
 // k_chunk, one per get_group_id(1); chunk h writes its sums at c_off + h * c_stride.
+#ifndef STAGES
+#define STAGES 2
+#endif
 #define NTH (32 * WARPS_M * WARPS_N)
 #define WTM (TM / WARPS_M)
 #define WTN (TN / WARPS_N)
@@ -66,7 +71,7 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
                 const int k_chunk, const int c_stride, const int tiles_x,
                 const double alpha, const int accumulate)
 {
-    __local double la[2 * KC * LDA], lb[2 * KC * LDB];
+    __local double la[STAGES * KC * LDA], lb[STAGES * KC * LDB];
     __local double scratch[EMULATE ? NTH / 32 * MMA_F64_SCRATCH : 1];
     const int grp = get_group_id(0);
 #if TRIANGLE
@@ -99,6 +104,8 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
     fetch(nb, LB, TN, pb, ldb, k0, k1, N - j0);
     int s = 0;
     for (int kk = k0; kk < k1; kk += KC) {
+        if (STAGES == 1)
+            barrier(CLK_LOCAL_MEM_FENCE);            // every warp is done with the last chunk
         store(la + s * KC * LDA, na, LA, TM, LDA);
         store(lb + s * KC * LDB, nb, LB, TN, LDB);
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -126,7 +133,7 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
                 for (int q = 0; q < NF; ++q)
                     mma_f64(acc[p][q], fa[p], fb[q], scr);
         }
-        s ^= 1;
+        s = (s + 1) % STAGES;
     }
 
     __global double *out = c + c_off + (size_t)get_group_id(1) * c_stride;
