@@ -324,7 +324,9 @@ def mma_roofs(ctx, queue, iters=None, chains=8):
     `gflops` and `ms` (per launch). TF32 (limits.MMA_KEYS["tf32"]), FP64 in
     this device's shape (limits.MMA_KEYS["f64"]) and, where that shape is not
     m8n8k4, the m8n8k4 loop beside it (F64_AMPERE_KEY). `iters`: mma per chain
-    by kind ({"tf32": ..., "f64": ...}), both loops of FP64 alike."""
+    by kind ({"tf32": ..., "f64": ...}), both loops of FP64 alike; 4,096 by
+    default, a few ms per launch on an H100 (at 64, 0.1 ms: too short to
+    reach the roof there)."""
     from .limits import MMA_KEYS
     iters = {"tf32": 4096, "f64": 4096, **(iters or {})}
     shape = _f64_resolved(queue.device, None, False)

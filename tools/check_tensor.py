@@ -186,8 +186,8 @@ def peak(ctx, queue, kind):
             ratio = rates[chosen] / fma
             result("peak-f64-floor", "PASS" if ratio >= 1.8 else "FAIL",
                    f"{chosen} {rates[chosen]:.1f} TFLOP/s = {ratio:.2f}x the FMA chains' {fma:.1f} (floor 1.8x)")
-        roofs = tensor.mma_roofs(ctx, queue, iters={"tf32": 128, "f64": 64})
-        say("  chapter 0's roofs (tensor.mma_roofs, its iterations): " +
+        roofs = tensor.mma_roofs(ctx, queue)
+        say("  chapter 0's roofs (tensor.mma_roofs()): " +
             "; ".join(f"{r['key']} {r['loop']} {r['gflops'] / 1e3:.1f} TFLOP/s {r['ms']:.1f} ms" for r in roofs))
 
 
@@ -389,14 +389,15 @@ def time_tsqr(ctx, queue, a, repeats=5):
 
 
 _AMPERE = {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16, "MMA": "m8n8k4"}
-_WIDE = {"TM": 128, "TN": 128, "WARPS_M": 4, "WARPS_N": 2, "KC": 8}
+_DEEP = {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 32, "STAGES": 1}
+_ONE = {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16, "STAGES": 1}
 CHOLQR_OPTIONS = [
     {},
     {"mma": True},
-    {"mma": True, "gram_shape": _AMPERE, "product_shape": _AMPERE},
-    {"mma": True, "gram_shape": _WIDE, "product_shape": _WIDE},
-    {"mma": True, "product_shape": {"TM": 128, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 8}},
-    {"mma": True, "block": 32},
+    {"mma": True, "gram_shape": _AMPERE, "product_shape": _AMPERE},  # the m8n8k4 kernel, as before Hopper's
+    {"mma": True, "gram_shape": _DEEP, "product_shape": _DEEP},
+    {"mma": True, "gram_shape": _ONE, "product_shape": _ONE},
+    {"mma": True, "product_shape": {"TM": 128, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16, "STAGES": 1}},
 ]
 
 
