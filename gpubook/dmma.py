@@ -6,7 +6,9 @@ with the warp's product done through local memory (any OpenCL device: the
 tests check the tiling and the bounds that way).
 
 A shape gives the tile (TM, TN, WARPS_M, WARPS_N, KC), may give the local
-stages ("STAGES": 1 or 2, default 2) and may name the FP64 mma shape ("MMA": one of gpubook.tensor.F64_SHAPES); without it the kernel
+stages ("STAGES": 1 or 2, default 2) and the paired 16-byte fragment loads
+("PAIRS": 0 or 1; by default 1 where each warp's block is a multiple of 16
+wide both ways), and may name the FP64 mma shape ("MMA": one of gpubook.tensor.F64_SHAPES); without it the kernel
 uses the device's (tensor.f64_shape: Hopper's m16n8k4 on sm_90 and later,
 m8n8k4 on sm_8x, and m8n8k4 when emulated on a device without either).
 """
@@ -40,12 +42,22 @@ def mma_shape(shape, device=None, emulate=False):
     return chosen or tensor.F64_AMPERE
 
 
+def pairs(shape):
+    """1 where the fragments load two at a time (16 bytes) from a paired local layout: the
+    shape's "PAIRS", else 1 where each warp's block is a multiple of 16 wide both ways."""
+    if "PAIRS" in shape:
+        return int(shape["PAIRS"])
+    return int((shape["TM"] // shape["WARPS_M"]) % 16 == 0 and (shape["TN"] // shape["WARPS_N"]) % 16 == 0)
+
+
 def local_bytes(shape, emulate=False, device=None):
     """Local memory of one work-group: STAGES copies of both panels (KC rows of
-    TM + 8 and TN + 8 doubles), and each emulated warp's scratch."""
+    TM + pad and TN + pad doubles: pad 4 with PAIRS, 8 without), and each
+    emulated warp's scratch."""
     m, k = tensor.F64_SHAPES[mma_shape(shape, device, emulate)]
     scratch = 8 * (m * k + 8 * k) * shape["WARPS_M"] * shape["WARPS_N"] if emulate else 8
-    return shape.get("STAGES", 2) * 8 * shape["KC"] * (shape["TM"] + shape["TN"] + 16) + scratch
+    pad = 4 if pairs(shape) else 8
+    return shape.get("STAGES", 2) * 8 * shape["KC"] * (shape["TM"] + shape["TN"] + 2 * pad) + scratch
 
 
 def get_kernel(ctx, device, shape, triangle=False, emulate=False):
@@ -62,11 +74,14 @@ def get_kernel(ctx, device, shape, triangle=False, emulate=False):
                          f"WARPS_N and KC of {fk}")
     if shape.get("STAGES", 2) not in (1, 2):
         raise ValueError(f"{label(shape)}: STAGES is 1 or 2")
+    if pairs(shape) not in (0, 1) or (pairs(shape) and ((tm // wm) % 16 or (tn // wn) % 16)):
+        raise ValueError(f"{label(shape)}: PAIRS is 0 or 1, and 1 needs TM / WARPS_M and TN / WARPS_N "
+                         "multiples of 16")
     if triangle and tm != tn:
         raise ValueError("the triangle needs square tiles")
     launch.check(device, work_items(shape), local_bytes(shape, emulate, device))
-    defines = {**{k: shape[k] for k in TILE_KEYS}, "STAGES": shape.get("STAGES", 2), "TRIANGLE": int(triangle),
-               **tensor.f64_defines(mma)}
+    defines = {**{k: shape[k] for k in TILE_KEYS}, "STAGES": shape.get("STAGES", 2), "PAIRS": pairs(shape),
+               "TRIANGLE": int(triangle), **tensor.f64_defines(mma)}
     kern = tensor._build(ctx, device, PATH, "dmma_tiles", defines, emulate)
     launch.check(device, work_items(shape), kern=kern)
     return kern

@@ -196,16 +196,11 @@ DMMA_TILES = [
     {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16},
     {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 8},
     {"TM": 128, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 8},
-    {"TM": 64, "TN": 128, "WARPS_M": 2, "WARPS_N": 2, "KC": 8},
-    {"TM": 128, "TN": 64, "WARPS_M": 4, "WARPS_N": 2, "KC": 8},
+    {"TM": 128, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 12},
     {"TM": 128, "TN": 128, "WARPS_M": 4, "WARPS_N": 2, "KC": 8},
     {"TM": 128, "TN": 128, "WARPS_M": 2, "WARPS_N": 4, "KC": 8},
-    {"TM": 128, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 12},
-    {"TM": 64, "TN": 128, "WARPS_M": 2, "WARPS_N": 2, "KC": 12},
-    {"TM": 96, "TN": 96, "WARPS_M": 2, "WARPS_N": 2, "KC": 12},
     {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 32, "STAGES": 1},
     {"TM": 128, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16, "STAGES": 1},
-    {"TM": 128, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 24, "STAGES": 1},
     {"TM": 128, "TN": 128, "WARPS_M": 4, "WARPS_N": 2, "KC": 16, "STAGES": 1},
     {"TM": 128, "TN": 128, "WARPS_M": 2, "WARPS_N": 4, "KC": 16, "STAGES": 1},
 ]
@@ -229,14 +224,15 @@ def dmma_item(ctx, queue, n=4096, rows=16384):
         expect[3 + h * m_ * ldc:][:m_ * ldc].reshape(m_, ldc)[:, :n_] += 0.75 * A[lo:hi].T @ B[lo:hi]
     bufs = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=h) for h in (a, b)]
     for shape in shapes:
-        for tile in (dmma.SHAPE, DMMA_TILES[5], DMMA_TILES[-2]):
+        for tile in (dmma.SHAPE, {**dmma.SHAPE, "PAIRS": 0}, DMMA_TILES[5], DMMA_TILES[-2]):
             cb = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=c0)
             dmma.product(queue, {**tile, "MMA": shape}, bufs[0], 1, lda, bufs[1], 2, ldb, cb, 3, ldc, m_, n_, 1,
                          1 + k_, k_chunk=260, c_stride=m_ * ldc, alpha=0.75, accumulate=True).wait()
             out = np.empty_like(c0)
             cl.enqueue_copy(queue, out, cb)
             err = float(np.max(np.abs(out - expect)) / np.max(np.abs(expect)))
-            result(f"dmma-check-{shape}-{tile['TM']}x{tile['TN']}", "PASS" if err <= 1e-13 else "FAIL",
+            result(f"dmma-check-{shape}-{dmma.label(tile).split(', FP64')[0]}-pairs{dmma.pairs(tile)}",
+                   "PASS" if err <= 1e-13 else "FAIL",
                    f"{m_} x {n_} from {k_} rows in two chunks, alpha, accumulate: relative error {err:.1e} "
                    f"(limit 1e-13)")
     # timed: C (n x n) = A'B from `rows` rows, full and the lower triangle
@@ -245,7 +241,7 @@ def dmma_item(ctx, queue, n=4096, rows=16384):
     flops = 2 * rows * n * n
     best = {}
     for shape in shapes:
-        for tile in DMMA_TILES:
+        for tile in DMMA_TILES + [{**t, "PAIRS": 0} for t in DMMA_TILES]:
             full = {**tile, "MMA": shape}
             for tri in ((False, True) if tile["TM"] == tile["TN"] else (False,)):
                 try:
@@ -258,12 +254,12 @@ def dmma_item(ctx, queue, n=4096, rows=16384):
                                                      triangle=tri), repeats=5, warmup=1)
                 useful = flops / 2 if tri else flops
                 rate = useful / t.median / 1e12
-                say(f"  {dmma.label(full)}{' triangle' if tri else ''}: {t.median * 1e3:7.2f} ms, {rate:5.1f} "
+                say(f"  {dmma.label(full)}, pairs {dmma.pairs(full)}{' triangle' if tri else ''}: {t.median * 1e3:7.2f} ms, {rate:5.1f} "
                     f"TFLOP/s, {info['registers']} registers, spills {info['spill_stores']}/{info['spill_loads']}, "
                     f"occupancy {info['occupancy']}")
                 key = (shape, tri)
                 if key not in best or t.median < best[key][0]:
-                    best[key] = (t.median, dmma.label(full))
+                    best[key] = (t.median, f"{dmma.label(full)}, pairs {dmma.pairs(full)}")
     for (shape, tri), (t, lab) in sorted(best.items()):
         result(f"dmma-{shape}{'-triangle' if tri else ''}", "INFO",
                f"best {lab}: {t * 1e3:.2f} ms, {flops / (2 if tri else 1) / t / 1e12:.1f} TFLOP/s "
@@ -388,15 +384,15 @@ def time_tsqr(ctx, queue, a, repeats=5):
     return t.median, qr.r()
 
 
-_AMPERE = {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16, "MMA": "m8n8k4"}
+_AMPERE = {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16, "MMA": "m8n8k4", "PAIRS": 0}  # as before Hopper
+_SINGLE = {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16, "PAIRS": 0}
 _DEEP = {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 32, "STAGES": 1}
-_ONE = {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16, "STAGES": 1}
 CHOLQR_OPTIONS = [
     {},
     {"mma": True},
-    {"mma": True, "gram_shape": _AMPERE, "product_shape": _AMPERE},  # the m8n8k4 kernel, as before Hopper's
+    {"mma": True, "gram_shape": _AMPERE, "product_shape": _AMPERE},
+    {"mma": True, "gram_shape": _SINGLE, "product_shape": _SINGLE},
     {"mma": True, "gram_shape": _DEEP, "product_shape": _DEEP},
-    {"mma": True, "gram_shape": _ONE, "product_shape": _ONE},
     {"mma": True, "product_shape": {"TM": 128, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16, "STAGES": 1}},
 ]
 

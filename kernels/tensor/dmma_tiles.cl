@@ -19,9 +19,14 @@
 // Local rows are TM + 8 doubles long: the 4 rows t of a fragment load then
 // fall 16 banks apart, so a warp's 64-bit loads take the two passes that
 // 256 bytes need and no more.
+// PAIRS=1 (each warp's block a multiple of 16 wide both ways): within every 16
+// columns, local memory keeps column c + 8 beside column c, so that a lane
+// reads the two values it needs from columns g and g + 8 as one 16-byte load
+// (a double2: half the load instructions). Rows are then TM + 4 doubles long,
+// 32 bytes apart modulo 128: a quarter warp's 16-byte loads hit 32 banks once.
 //
 // Build options: TM, TN, WARPS_M, WARPS_N, KC (multiple of F64_K), STAGES (1 or
-// 2, default 2), F64_M, F64_K
+// 2, default 2), PAIRS (0 or 1, default 0), F64_M, F64_K
 // (mma.cl), TRIANGLE (only tiles on and below the diagonal of a square C),
 // EMULATE (gpubook.tensor). The rows k_begin..k_end are split into chunks of
 // k_chunk, one per get_group_id(1); chunk h writes its sums at c_off + h * c_stride.
@@ -33,8 +38,12 @@
 #define WTN (TN / WARPS_N)
 #define MF (WTM / F64_M)
 #define NF (WTN / 8)
-#define LDA (TM + 8)
-#define LDB (TN + 8)
+#ifndef PAIRS
+#define PAIRS 0
+#endif
+#define PAD (PAIRS ? 4 : 8)
+#define LDA (TM + PAD)
+#define LDB (TN + PAD)
 #define LA ((KC * TM + NTH - 1) / NTH)
 #define LB ((KC * TN + NTH - 1) / NTH)
 
@@ -51,6 +60,12 @@ static void fetch(double *next, const int per_item, const int width, __global co
     }
 }
 
+// Where column c of a panel sits in a local row (PAIRS: c + 8 beside c in every 16).
+inline int slot(const int c)
+{
+    return PAIRS ? (c & ~15) | ((c & 7) << 1) | ((c >> 3) & 1) : c;
+}
+
 static void store(__local double *panel, const double *next, const int per_item, const int width,
                   const int ldl)
 {
@@ -59,7 +74,7 @@ static void store(__local double *panel, const double *next, const int per_item,
     for (int l = 0; l < per_item; ++l) {
         const int e = lid + l * NTH;
         if (e < KC * width)
-            panel[(e / width) * ldl + e % width] = next[l];
+            panel[(e / width) * ldl + slot(e % width)] = next[l];
     }
 }
 
@@ -71,7 +86,8 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
                 const int k_chunk, const int c_stride, const int tiles_x,
                 const double alpha, const int accumulate)
 {
-    __local double la[STAGES * KC * LDA], lb[STAGES * KC * LDB];
+    __local double la[STAGES * KC * LDA] __attribute__((aligned(16)));
+    __local double lb[STAGES * KC * LDB] __attribute__((aligned(16)));
     __local double scratch[EMULATE ? NTH / 32 * MMA_F64_SCRATCH : 1];
     const int grp = get_group_id(0);
 #if TRIANGLE
@@ -113,10 +129,30 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
             fetch(na, LA, TM, pa, lda, kk + KC, k1, M - i0);
             fetch(nb, LB, TN, pb, ldb, kk + KC, k1, N - j0);
         }
-        __local const double *sa = la + s * KC * LDA + wm + g, *sb = lb + s * KC * LDB + wn + g;
+        __local const double *sa = la + s * KC * LDA + wm + (PAIRS ? 2 : 1) * g;
+        __local const double *sb = lb + s * KC * LDB + wn + (PAIRS ? 2 : 1) * g;
 #pragma unroll
         for (int r = 0; r < KC; r += F64_K) {
             double fa[MF][F64_A], fb[NF][F64_B];
+#if PAIRS
+            // columns 16 u + g (x) and 16 u + 8 + g (y) of the warp's block, rows r + t + 4 j
+#pragma unroll
+            for (int u = 0; u < WTM / 16; ++u)
+#pragma unroll
+                for (int j = 0; j < F64_K / 4; ++j) {
+                    const double2 v = *(__local const double2 *)(sa + (r + t + 4 * j) * LDA + 16 * u);
+                    fa[16 * u / F64_M][j * F64_R + 16 * u % F64_M / 8] = v.x;
+                    fa[(16 * u + 8) / F64_M][j * F64_R + (16 * u + 8) % F64_M / 8] = v.y;
+                }
+#pragma unroll
+            for (int u = 0; u < WTN / 16; ++u)
+#pragma unroll
+                for (int j = 0; j < F64_B; ++j) {
+                    const double2 v = *(__local const double2 *)(sb + (r + t + 4 * j) * LDB + 16 * u);
+                    fb[2 * u][j] = v.x;
+                    fb[2 * u + 1][j] = v.y;
+                }
+#else
 #pragma unroll
             for (int p = 0; p < MF; ++p)
 #pragma unroll
@@ -127,6 +163,7 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
 #pragma unroll
                 for (int i = 0; i < F64_B; ++i)
                     fb[q][i] = sb[(r + t + 4 * i) * LDB + q * 8];
+#endif
 #pragma unroll
             for (int p = 0; p < MF; ++p)
 #pragma unroll
