@@ -7,8 +7,8 @@ tests check the tiling and the bounds that way).
 
 A shape gives the tile (TM, TN, WARPS_M, WARPS_N, KC), may give the local
 stages ("STAGES": 1 or 2, default 2) and the paired 16-byte fragment loads
-("PAIRS": 0 or 1; by default 1 where each warp's block is a multiple of 16
-wide both ways), and may name the FP64 mma shape ("MMA": one of gpubook.tensor.F64_SHAPES); without it the kernel
+("PAIRS": 0 or 1, default 0; 1 needs each warp's block a multiple of 16 wide
+both ways), and may name the FP64 mma shape ("MMA": one of gpubook.tensor.F64_SHAPES); without it the kernel
 uses the device's (tensor.f64_shape: Hopper's m16n8k4 on sm_90 and later,
 m8n8k4 on sm_8x, and m8n8k4 when emulated on a device without either).
 """
@@ -18,6 +18,13 @@ from . import launch, tensor
 
 PATH = "tensor/dmma_tiles.cl"
 TILE_KEYS = ("TM", "TN", "WARPS_M", "WARPS_N", "KC")
+# The tile of chapter 8's products. On an H100 (2026-11-26, tools/check_tensor.py) it
+# stayed the fastest in CholeskyQR2 with Hopper's m16n8k4 as with m8n8k4: 1,000,000 x 129,
+# 6.2 ms on the device (m8n8k4: 7.9 ms; register tiles 9.3 ms); 25,000 x 5,001, 105 ms
+# (m8n8k4: 125 ms; register tiles 162 ms). Alone on a 4,096 x 4,096 product from
+# 16,384 rows, larger tiles do better (128 x 64 with one local stage of KC 16:
+# 13.5 ms against 16.2 ms), but chapter 8's products are narrower and lose the
+# parallelism; paired loads (PAIRS) helped 128 x 128 tiles and slowed this one.
 SHAPE = {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16}
 
 
@@ -43,11 +50,9 @@ def mma_shape(shape, device=None, emulate=False):
 
 
 def pairs(shape):
-    """1 where the fragments load two at a time (16 bytes) from a paired local layout: the
-    shape's "PAIRS", else 1 where each warp's block is a multiple of 16 wide both ways."""
-    if "PAIRS" in shape:
-        return int(shape["PAIRS"])
-    return int((shape["TM"] // shape["WARPS_M"]) % 16 == 0 and (shape["TN"] // shape["WARPS_N"]) % 16 == 0)
+    """The shape's "PAIRS" (default 0): 1 loads the fragments two at a time (16 bytes)
+    from a paired local layout."""
+    return int(shape.get("PAIRS", 0))
 
 
 def local_bytes(shape, emulate=False, device=None):

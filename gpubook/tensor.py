@@ -27,11 +27,14 @@ MMA = "tensor/mma.cl"
 FLOPS_PER_MMA = {"tf32": 2 * 16 * 8 * 8, "f64": 2 * 8 * 8 * 4}  # f64: m8n8k4 (f64_flops for the others)
 # The FP64 mma shapes, (rows of A and D, depth) of D (M x 8) = A (M x K) B (K x 8) + C.
 # m8n8k4 is Ampere's (sm_80); the m16n8 shapes are Hopper's (sm_90). On an H100
-# through NVIDIA's OpenCL (2026-11-26) m8n8k4 ran at the FMA rate, about 33 TFLOP/s,
-# and each Hopper shape at 65-66 TFLOP/s.
+# through NVIDIA's OpenCL (2026-11-26, tools/check_tensor.py, best of 4/8/16 chains)
+# m8n8k4 ran at 33.3 TFLOP/s, m16n8k4 at 66.4, m16n8k8 and m16n8k16 at 66.6 (the FMA
+# chains in double: 27.2). The kernels use m16n8k4 there: the same rate within the
+# noise, the fewest registers per chain (58 at 4 chains against 76 and 122), and
+# in chapter 8's 64 x 64 tiles 16.2 ms against m16n8k8's 17.6 ms.
 F64_SHAPES = {"m8n8k4": (8, 4), "m16n8k4": (16, 4), "m16n8k8": (16, 8), "m16n8k16": (16, 16)}
 F64_AMPERE = "m8n8k4"
-F64_HOPPER = "m16n8k4"  # the Hopper shape the kernels use on sm_90 and later
+F64_HOPPER = "m16n8k4"  # the Hopper shape the kernels use on sm_90 and later (see above)
 # chapter 0's record key of the m8n8k4 loop, kept beside limits.MMA_KEYS["f64"] where that
 # loop runs another shape
 F64_AMPERE_KEY = "fp64_mma_m8n8k4_gflops"

@@ -18,8 +18,9 @@ HOPPER = {"TM": 32, "TN": 16, "WARPS_M": 2, "WARPS_N": 1, "KC": 8, "MMA": "m16n8
 HOPPER_K8 = {"TM": 16, "TN": 32, "WARPS_M": 1, "WARPS_N": 2, "KC": 8, "MMA": "m16n8k8"}
 HOPPER_ONE_STAGE = {"TM": 32, "TN": 32, "WARPS_M": 2, "WARPS_N": 2, "KC": 12, "STAGES": 1, "MMA": "m16n8k4"}
 SHAPES = {"m8n8k4": SMALL, "m16n8k4": HOPPER, "m16n8k8": HOPPER_K8, "one stage": HOPPER_ONE_STAGE,
-          "m16n8k4 single loads": {**HOPPER, "PAIRS": 0},
-          "m8n8k4 paired": {"TM": 32, "TN": 32, "WARPS_M": 2, "WARPS_N": 1, "KC": 8, "MMA": "m8n8k4"}}
+          "m16n8k4 paired loads": {**HOPPER, "PAIRS": 1},
+          "m16n8k8 paired, one stage": {**HOPPER_K8, "KC": 16, "STAGES": 1, "PAIRS": 1},
+          "m8n8k4 paired": {"TM": 32, "TN": 32, "WARPS_M": 2, "WARPS_N": 1, "KC": 8, "MMA": "m8n8k4", "PAIRS": 1}}
 EMULATE = True
 
 
@@ -92,12 +93,12 @@ def test_bad_shapes_are_refused(fp64_env):
 
 def test_local_bytes_and_labels():
     """Rows of TM + 4 doubles with paired loads (blocks 16 wide), TM + 8 without."""
-    assert dmma.pairs(dmma.SHAPE) == dmma.pairs(HOPPER) == 1 and dmma.pairs(SMALL) == 0
-    assert dmma.local_bytes(dmma.SHAPE) == 2 * 8 * 16 * (64 + 64 + 8) + 8
-    assert dmma.local_bytes({**dmma.SHAPE, "PAIRS": 0}) == 2 * 8 * 16 * (64 + 64 + 16) + 8
-    assert dmma.local_bytes({**dmma.SHAPE, "STAGES": 1, "KC": 32}) == 8 * 32 * 136 + 8
+    assert dmma.pairs(dmma.SHAPE) == dmma.pairs(HOPPER) == 0 and dmma.pairs({**HOPPER, "PAIRS": 1}) == 1
+    assert dmma.local_bytes(dmma.SHAPE) == 2 * 8 * 16 * (64 + 64 + 16) + 8
+    assert dmma.local_bytes({**dmma.SHAPE, "PAIRS": 1}) == 2 * 8 * 16 * (64 + 64 + 8) + 8
+    assert dmma.local_bytes({**dmma.SHAPE, "STAGES": 1, "KC": 32}) == 8 * 32 * 144 + 8
     assert dmma.local_bytes(SMALL, emulate=True) == 2 * 8 * 4 * 48 + 8 * (32 + 32) * 2
-    assert dmma.local_bytes(HOPPER, emulate=True) == 2 * 8 * 8 * 56 + 8 * (64 + 32) * 2
+    assert dmma.local_bytes(HOPPER, emulate=True) == 2 * 8 * 8 * 64 + 8 * (64 + 32) * 2
     assert dmma.label(HOPPER_ONE_STAGE) == "32x32 tile, 2x2 warps, K=12, one local stage, FP64 mma m16n8k4"
     assert dmma.label(dmma.SHAPE) == "64x64 tile, 2x2 warps, K=16, FP64 mma"
 

@@ -224,7 +224,7 @@ def dmma_item(ctx, queue, n=4096, rows=16384):
         expect[3 + h * m_ * ldc:][:m_ * ldc].reshape(m_, ldc)[:, :n_] += 0.75 * A[lo:hi].T @ B[lo:hi]
     bufs = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=h) for h in (a, b)]
     for shape in shapes:
-        for tile in (dmma.SHAPE, {**dmma.SHAPE, "PAIRS": 0}, DMMA_TILES[5], DMMA_TILES[-2]):
+        for tile in (dmma.SHAPE, {**dmma.SHAPE, "PAIRS": 1}, DMMA_TILES[5], DMMA_TILES[-2]):
             cb = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=c0)
             dmma.product(queue, {**tile, "MMA": shape}, bufs[0], 1, lda, bufs[1], 2, ldb, cb, 3, ldc, m_, n_, 1,
                          1 + k_, k_chunk=260, c_stride=m_ * ldc, alpha=0.75, accumulate=True).wait()
@@ -241,7 +241,7 @@ def dmma_item(ctx, queue, n=4096, rows=16384):
     flops = 2 * rows * n * n
     best = {}
     for shape in shapes:
-        for tile in DMMA_TILES + [{**t, "PAIRS": 0} for t in DMMA_TILES]:
+        for tile in DMMA_TILES + [{**t, "PAIRS": 1} for t in DMMA_TILES]:
             full = {**tile, "MMA": shape}
             for tri in ((False, True) if tile["TM"] == tile["TN"] else (False,)):
                 try:
@@ -385,13 +385,13 @@ def time_tsqr(ctx, queue, a, repeats=5):
 
 
 _AMPERE = {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16, "MMA": "m8n8k4", "PAIRS": 0}  # as before Hopper
-_SINGLE = {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16, "PAIRS": 0}
+_PAIRED = {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16, "PAIRS": 1}
 _DEEP = {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 32, "STAGES": 1}
 CHOLQR_OPTIONS = [
     {},
     {"mma": True},
     {"mma": True, "gram_shape": _AMPERE, "product_shape": _AMPERE},
-    {"mma": True, "gram_shape": _SINGLE, "product_shape": _SINGLE},
+    {"mma": True, "gram_shape": _PAIRED, "product_shape": _PAIRED},
     {"mma": True, "gram_shape": _DEEP, "product_shape": _DEEP},
     {"mma": True, "product_shape": {"TM": 128, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16, "STAGES": 1}},
 ]
