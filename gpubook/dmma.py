@@ -1,15 +1,30 @@
-"""Products in double on the FP64 tensor cores (NVIDIA only, mma.sync m8n8k4
-through inline PTX: kernels/tensor/dmma_tiles.cl), with the arguments and
-the result of gpubook.tiles.launch in double: chapter 8's step 6 runs its
-products either way. The gate is gpubook.tensor.available; emulate=True
-builds the same kernel with the warp's product done through local memory
-(any OpenCL device: the tests check the tiling and the bounds that way).
+"""Products in double on the FP64 tensor cores (NVIDIA only, mma.sync through
+inline PTX: kernels/tensor/dmma_tiles.cl), with the arguments and the result
+of gpubook.tiles.launch in double: chapter 8's step 6 runs its products either
+way. The gate is gpubook.tensor.available; emulate=True builds the same kernel
+with the warp's product done through local memory (any OpenCL device: the
+tests check the tiling and the bounds that way).
+
+A shape gives the tile (TM, TN, WARPS_M, WARPS_N, KC), may give the local
+stages ("STAGES": 1 or 2, default 2) and the paired 16-byte fragment loads
+("PAIRS": 0 or 1, default 0; 1 needs each warp's block a multiple of 16 wide
+both ways), and may name the FP64 mma shape ("MMA": one of gpubook.tensor.F64_SHAPES); without it the kernel
+uses the device's (tensor.f64_shape: Hopper's m16n8k4 on sm_90 and later,
+m8n8k4 on sm_8x, and m8n8k4 when emulated on a device without either).
 """
 import numpy as np
 
 from . import launch, tensor
 
 PATH = "tensor/dmma_tiles.cl"
+TILE_KEYS = ("TM", "TN", "WARPS_M", "WARPS_N", "KC")
+# The tile of chapter 8's products. On an H100 (2026-11-26, tools/check_tensor.py) it
+# stayed the fastest in CholeskyQR2 with Hopper's m16n8k4 as with m8n8k4: 1,000,000 x 129,
+# 6.2 ms on the device (m8n8k4: 7.9 ms; register tiles 9.3 ms); 25,000 x 5,001, 105 ms
+# (m8n8k4: 125 ms; register tiles 162 ms). Alone on a 4,096 x 4,096 product from
+# 16,384 rows, larger tiles do better (128 x 64 with one local stage of KC 16:
+# 13.5 ms against 16.2 ms), but chapter 8's products are narrower and lose the
+# parallelism; paired loads (PAIRS) helped 128 x 128 tiles and slowed this one.
 SHAPE = {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16}
 
 
@@ -18,26 +33,60 @@ def work_items(shape):
 
 
 def label(shape):
+    mma, stages = shape.get("MMA"), shape.get("STAGES", 2)
     return (f"{shape['TM']}x{shape['TN']} tile, {shape['WARPS_M']}x{shape['WARPS_N']} warps, "
-            f"K={shape['KC']}, FP64 mma")
+            f"K={shape['KC']}" + (", one local stage" if stages == 1 else "") + ", FP64 mma" +
+            (f" {mma}" if mma else ""))
 
 
-def local_bytes(shape, emulate=False):
-    scratch = 8 * 64 * shape["WARPS_M"] * shape["WARPS_N"] if emulate else 8
-    return 2 * 8 * shape["KC"] * (shape["TM"] + shape["TN"] + 16) + scratch
+def mma_shape(shape, device=None, emulate=False):
+    """The FP64 mma shape a tile shape runs: its "MMA", else the device's
+    (tensor.f64_shape), else m8n8k4."""
+    if shape.get("MMA") is not None:
+        tensor.f64_defines(shape["MMA"])  # a clear error for an unknown name
+        return shape["MMA"]
+    chosen = tensor.f64_shape(device)[0] if device is not None else None
+    return chosen or tensor.F64_AMPERE
+
+
+def pairs(shape):
+    """The shape's "PAIRS" (default 0): 1 loads the fragments two at a time (16 bytes)
+    from a paired local layout."""
+    return int(shape.get("PAIRS", 0))
+
+
+def local_bytes(shape, emulate=False, device=None):
+    """Local memory of one work-group: STAGES copies of both panels (KC rows of
+    TM + pad and TN + pad doubles: pad 4 with PAIRS, 8 without), and each
+    emulated warp's scratch."""
+    m, k = tensor.F64_SHAPES[mma_shape(shape, device, emulate)]
+    scratch = 8 * (m * k + 8 * k) * shape["WARPS_M"] * shape["WARPS_N"] if emulate else 8
+    pad = 4 if pairs(shape) else 8
+    return shape.get("STAGES", 2) * 8 * shape["KC"] * (shape["TM"] + shape["TN"] + 2 * pad) + scratch
 
 
 def get_kernel(ctx, device, shape, triangle=False, emulate=False):
     """The built kernel for a shape, or a clear error: a shape that breaks the
     fragments' rules, one the device cannot hold, or no tensor cores here
     (tensor.TensorCoreError with the gate's reason)."""
-    tm, tn, wm, wn, kc = (shape[k] for k in ("TM", "TN", "WARPS_M", "WARPS_N", "KC"))
-    if tm % (8 * wm) or tn % (8 * wn) or kc % 4 or kc < 4:
-        raise ValueError(f"{label(shape)}: TM must be a multiple of 8 WARPS_M, TN of 8 WARPS_N and KC of 4")
+    if not emulate:
+        tensor._require(device, emulate)
+    mma = mma_shape(shape, device, emulate)
+    fm, fk = tensor.F64_SHAPES[mma]
+    tm, tn, wm, wn, kc = (shape[k] for k in TILE_KEYS)
+    if tm % (fm * wm) or tn % (8 * wn) or kc % fk or kc < fk:
+        raise ValueError(f"{label(shape)}: with {mma}, TM must be a multiple of {fm} WARPS_M, TN of 8 "
+                         f"WARPS_N and KC of {fk}")
+    if shape.get("STAGES", 2) not in (1, 2):
+        raise ValueError(f"{label(shape)}: STAGES is 1 or 2")
+    if pairs(shape) not in (0, 1) or (pairs(shape) and ((tm // wm) % 16 or (tn // wn) % 16)):
+        raise ValueError(f"{label(shape)}: PAIRS is 0 or 1, and 1 needs TM / WARPS_M and TN / WARPS_N "
+                         "multiples of 16")
     if triangle and tm != tn:
         raise ValueError("the triangle needs square tiles")
-    launch.check(device, work_items(shape), local_bytes(shape, emulate))
-    defines = {**{k: shape[k] for k in ("TM", "TN", "WARPS_M", "WARPS_N", "KC")}, "TRIANGLE": int(triangle)}
+    launch.check(device, work_items(shape), local_bytes(shape, emulate, device))
+    defines = {**{k: shape[k] for k in TILE_KEYS}, "STAGES": shape.get("STAGES", 2), "PAIRS": pairs(shape),
+               "TRIANGLE": int(triangle), **tensor.f64_defines(mma)}
     kern = tensor._build(ctx, device, PATH, "dmma_tiles", defines, emulate)
     launch.check(device, work_items(shape), kern=kern)
     return kern

@@ -1,4 +1,5 @@
-"""gpubook.dmma (the FP64 tensor-core product, kernels/tensor/dmma_tiles.cl)
+"""gpubook.dmma (the FP64 tensor-core product, kernels/tensor/dmma_tiles.cl, in
+Ampere's m8n8k4 shape and Hopper's m16n8k4 and m16n8k8)
 run emulated on PoCL against NumPy float64: offsets, strides, sizes that are
 not multiples of the tile or of the mma shape, chunks of rows, the triangle,
 alpha and accumulation; and chapter 8's CholeskyQR2 with its products there.
@@ -12,6 +13,14 @@ from gpubook import dmma
 from gpubook.chapters.lsq import cholqr, tsqr
 
 SMALL = {"TM": 16, "TN": 16, "WARPS_M": 2, "WARPS_N": 1, "KC": 4}
+# Hopper's shapes: fragments of 16 x 8, two warps along i or along j; one with a single local stage
+HOPPER = {"TM": 32, "TN": 16, "WARPS_M": 2, "WARPS_N": 1, "KC": 8, "MMA": "m16n8k4"}
+HOPPER_K8 = {"TM": 16, "TN": 32, "WARPS_M": 1, "WARPS_N": 2, "KC": 8, "MMA": "m16n8k8"}
+HOPPER_ONE_STAGE = {"TM": 32, "TN": 32, "WARPS_M": 2, "WARPS_N": 2, "KC": 12, "STAGES": 1, "MMA": "m16n8k4"}
+SHAPES = {"m8n8k4": SMALL, "m16n8k4": HOPPER, "m16n8k8": HOPPER_K8, "one stage": HOPPER_ONE_STAGE,
+          "m16n8k4 paired loads": {**HOPPER, "PAIRS": 1},
+          "m16n8k8 paired, one stage": {**HOPPER_K8, "KC": 16, "STAGES": 1, "PAIRS": 1},
+          "m8n8k4 paired": {"TM": 32, "TN": 32, "WARPS_M": 2, "WARPS_N": 1, "KC": 8, "MMA": "m8n8k4", "PAIRS": 1}}
 EMULATE = True
 
 
@@ -25,8 +34,10 @@ def run(ctx, queue, a, b, c0, **kw):
     return out
 
 
+@pytest.mark.parametrize("tile", list(SHAPES))
 @pytest.mark.parametrize("m, n, rows, chunk", [(37, 21, 29, None), (16, 16, 8, None), (5, 40, 53, 12), (1, 1, 1, None)])
-def test_product_matches_numpy(fp64_env, m, n, rows, chunk):
+def test_product_matches_numpy(fp64_env, m, n, rows, chunk, tile):
+    """Sizes that are not multiples of the tile nor of the fragments (8 or 16 x 8, 4 or 8 deep)."""
     _, ctx, queue = fp64_env
     rng = np.random.default_rng(m * n + rows)
     lda, ldb, ldc = m + 3, n + 2, n + 1
@@ -35,7 +46,8 @@ def test_product_matches_numpy(fp64_env, m, n, rows, chunk):
     chunks = 1 if chunk is None else -(-rows // chunk)
     c0 = rng.standard_normal(chunks * (m + 1) * ldc + 5)
     out = run(ctx, queue, a, b, c0, a_off=1, lda=lda, b_off=2, ldb=ldb, c_off=3, ldc=ldc, m=m, n=n, k_begin=1,
-              k_end=1 + rows, k_chunk=chunk, c_stride=(m + 1) * ldc, alpha=-0.5, accumulate=True)
+              k_end=1 + rows, k_chunk=chunk, c_stride=(m + 1) * ldc, alpha=-0.5, accumulate=True,
+              shape=SHAPES[tile])
     A = a[1:1 + (rows + 1) * lda].reshape(rows + 1, lda)[1:, :m]
     B = b[2:2 + (rows + 1) * ldb].reshape(rows + 1, ldb)[1:, :n]
     expect = c0.copy()
@@ -46,17 +58,19 @@ def test_product_matches_numpy(fp64_env, m, n, rows, chunk):
     assert np.max(np.abs(out - expect)) <= 1e-13 * max(1.0, np.max(np.abs(expect)))
 
 
-def test_triangle_writes_only_tiles_on_and_below_the_diagonal(fp64_env):
+@pytest.mark.parametrize("tile", [SMALL, {**HOPPER, "TN": 32, "WARPS_N": 2}])
+def test_triangle_writes_only_tiles_on_and_below_the_diagonal(fp64_env, tile):
     _, ctx, queue = fp64_env
     rng = np.random.default_rng(1)
-    x = rng.standard_normal((23, 35))
-    c0 = np.full(35 * 35, 7.0)
-    out = run(ctx, queue, x, x, c0, a_off=0, lda=35, b_off=0, ldb=35, c_off=0, ldc=35, m=35, n=35, k_begin=0,
-              k_end=23, triangle=True).reshape(35, 35)
+    n, t = 2 * tile["TM"] + 3, tile["TM"]
+    x = rng.standard_normal((23, n))
+    c0 = np.full(n * n, 7.0)
+    out = run(ctx, queue, x, x, c0, a_off=0, lda=n, b_off=0, ldb=n, c_off=0, ldc=n, m=n, n=n, k_begin=0,
+              k_end=23, triangle=True, shape=tile).reshape(n, n)
     g = x.T @ x
-    low = np.tril_indices(35)
+    low = np.tril_indices(n)
     assert np.max(np.abs(out[low] - g[low])) <= 1e-13 * np.max(np.abs(g))
-    assert out[0, 16] == 7.0 and out[0, 34] == 7.0          # tiles above the diagonal untouched
+    assert out[0, t] == 7.0 and out[0, n - 1] == 7.0 and out[t, 2 * t] == 7.0  # tiles above the diagonal
 
 
 def test_bad_shapes_are_refused(fp64_env):
@@ -65,6 +79,28 @@ def test_bad_shapes_are_refused(fp64_env):
         dmma.get_kernel(ctx, queue.device, {**SMALL, "TM": 12}, emulate=True)
     with pytest.raises(ValueError, match="square tiles"):
         dmma.get_kernel(ctx, queue.device, {**SMALL, "TM": 32}, triangle=True, emulate=True)
+    with pytest.raises(ValueError, match="with m16n8k4, TM must be a multiple of 16 WARPS_M"):
+        dmma.get_kernel(ctx, queue.device, {**SMALL, "MMA": "m16n8k4"}, emulate=True)
+    with pytest.raises(ValueError, match="KC of 8"):
+        dmma.get_kernel(ctx, queue.device, {**HOPPER_K8, "KC": 12}, emulate=True)
+    with pytest.raises(ValueError, match="STAGES is 1 or 2"):
+        dmma.get_kernel(ctx, queue.device, {**HOPPER, "STAGES": 3}, emulate=True)
+    with pytest.raises(ValueError, match="unknown FP64 mma shape"):
+        dmma.get_kernel(ctx, queue.device, {**SMALL, "MMA": "m8n8k8"}, emulate=True)
+    with pytest.raises(ValueError, match="PAIRS is 0 or 1, and 1 needs"):
+        dmma.get_kernel(ctx, queue.device, {**SMALL, "PAIRS": 1}, emulate=True)
+
+
+def test_local_bytes_and_labels():
+    """Rows of TM + 4 doubles with paired loads (blocks 16 wide), TM + 8 without."""
+    assert dmma.pairs(dmma.SHAPE) == dmma.pairs(HOPPER) == 0 and dmma.pairs({**HOPPER, "PAIRS": 1}) == 1
+    assert dmma.local_bytes(dmma.SHAPE) == 2 * 8 * 16 * (64 + 64 + 16) + 8
+    assert dmma.local_bytes({**dmma.SHAPE, "PAIRS": 1}) == 2 * 8 * 16 * (64 + 64 + 8) + 8
+    assert dmma.local_bytes({**dmma.SHAPE, "STAGES": 1, "KC": 32}) == 8 * 32 * 144 + 8
+    assert dmma.local_bytes(SMALL, emulate=True) == 2 * 8 * 4 * 48 + 8 * (32 + 32) * 2
+    assert dmma.local_bytes(HOPPER, emulate=True) == 2 * 8 * 8 * 64 + 8 * (64 + 32) * 2
+    assert dmma.label(HOPPER_ONE_STAGE) == "32x32 tile, 2x2 warps, K=12, one local stage, FP64 mma m16n8k4"
+    assert dmma.label(dmma.SHAPE) == "64x64 tile, 2x2 warps, K=16, FP64 mma"
 
 
 def test_not_nvidia_says_why(fp64_env):
@@ -76,12 +112,13 @@ def test_not_nvidia_says_why(fp64_env):
         dmma.get_kernel(ctx, device, SMALL)
 
 
-def test_cholesky_qr2_with_its_products_on_the_tensor_core_kernel(fp64_env):
+@pytest.mark.parametrize("tile", [SMALL, {**HOPPER, "TN": 32, "WARPS_N": 2}])
+def test_cholesky_qr2_with_its_products_on_the_tensor_core_kernel(fp64_env, tile):
     _, ctx, queue = fp64_env
     rng = np.random.default_rng(5)
     a = rng.standard_normal((203, 21))
     cq = cholqr.CholeskyQR2(ctx, queue, 21, block=8, band=16, mma=True, emulate=EMULATE,
-                            gram_shape=SMALL, product_shape=SMALL, update_shape=SMALL)
+                            gram_shape=tile, product_shape=tile, update_shape=tile)
     r = cq.r_factor(a)
     assert cq.method == "CholeskyQR2"
     assert tsqr.gram_error(r, a) < 1e-12

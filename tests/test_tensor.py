@@ -57,12 +57,95 @@ def test_plain_tf32_misses_the_chapter_tolerance_and_the_split_meets_it():
     assert cv.error(tensor.xtx_model(xc, "tf32"), ref) < raw  # rounding first is better than truncating
 
 
-@pytest.mark.parametrize("kind", ["tf32", "f64"])
-def test_one_warp_check_emulated(cl_env, kind):
+@pytest.mark.parametrize("kind, shape", [("tf32", None), ("f64", None)] +
+                         [("f64", shape) for shape in tensor.F64_SHAPES])
+def test_one_warp_check_emulated(cl_env, kind, shape):
     _, ctx, queue = cl_env
-    out = tensor.mma_check(ctx, queue, kind, ksteps=3, emulate=True)
+    out = tensor.mma_check(ctx, queue, kind, ksteps=3, emulate=True, shape=shape)
     assert out["ok"], out["summary"]
     assert "(emulated)" in out["summary"]
+    if kind == "f64":  # a device without FP64 tensor cores emulates m8n8k4 unless told
+        assert out["shape"] == (shape or "m8n8k4") and out["summary"].startswith(out["shape"])
+
+
+class _Platform:
+    def __init__(self, name):
+        self.name = name
+
+
+class StubDevice:
+    """What f64_shape reads of a device: its name, platform and compute capability."""
+
+    def __init__(self, platform="NVIDIA CUDA", cc=None, name="Stub GPU"):
+        self.name, self.platform, self.int_ptr = name, _Platform(platform), id(self)
+        if cc is not None:
+            self.compute_capability_major_nv, self.compute_capability_minor_nv = cc
+
+
+@pytest.mark.parametrize("platform, cc, shape, why", [
+    ("Portable Computing Language", None, None, "not NVIDIA's OpenCL"),
+    ("NVIDIA CUDA", (7, 5), None, "sm_75: FP64 mma.sync needs sm_80"),
+    ("NVIDIA CUDA", (8, 0), "m8n8k4", "sm_80: Ampere's"),
+    ("NVIDIA CUDA", (8, 6), "m8n8k4", "sm_86"),
+    ("NVIDIA CUDA", (9, 0), tensor.F64_HOPPER, "sm_90: Hopper's"),
+    ("NVIDIA CUDA", (10, 0), tensor.F64_HOPPER, "sm_100"),
+    ("NVIDIA CUDA", None, "m8n8k4", "does not report its compute capability"),
+])
+def test_the_fp64_shape_follows_the_compute_capability(platform, cc, shape, why):
+    got, reason = tensor.f64_shape(StubDevice(platform, cc))
+    assert got == shape
+    assert why in reason and "\n" not in reason
+    if cc is not None:
+        assert tensor.shape_for_capability(*cc) == shape
+
+
+def test_a_refused_hopper_shape_falls_back_to_m8n8k4():
+    device = StubDevice(cc=(9, 0))
+    tensor._f64_rejected[device.int_ptr] = "ptxas: unknown shape"
+    try:
+        shape, why = tensor.f64_shape(device)
+    finally:
+        del tensor._f64_rejected[device.int_ptr]
+    assert shape == "m8n8k4" and "refuses" in why and "ptxas: unknown shape" in why
+
+
+def test_fp64_shapes_flops_and_defines():
+    assert tensor.f64_flops("m8n8k4") == tensor.FLOPS_PER_MMA["f64"] == 512
+    assert tensor.f64_flops("m16n8k4") == 1024 and tensor.f64_flops("m16n8k16") == 4096
+    assert tensor.f64_defines("m16n8k8") == {"F64_M": 16, "F64_K": 8}
+    with pytest.raises(ValueError, match="unknown FP64 mma shape 'm8n8k8'"):
+        tensor.f64_defines("m8n8k8")
+
+
+def test_the_roofs_refuse_where_there_are_no_tensor_cores(cl_env):
+    device, ctx, queue = cl_env
+    if tensor.available(device)[0]:
+        pytest.skip("this device has the tensor cores")
+    with pytest.raises(tensor.TensorCoreError):
+        tensor.mma_roofs(ctx, queue)
+
+
+@pytest.mark.parametrize("shape", list(tensor.F64_SHAPES))
+def test_fp64_peak_loop_sums_what_the_layout_says(cl_env, shape):
+    """As the TF32 loop below, in each FP64 shape: A's values then B's, 32 at a time, placed
+    as the shape's fragment layout says."""
+    _, ctx, queue = cl_env
+    chains, iters = 2, 3
+    _, flops, sums = tensor.mma_peak(ctx, queue, "f64", iters=iters, chains=chains, groups=2, repeats=1,
+                                     emulate=True, shape=shape)
+    warps = len(sums) // tensor.WARP
+    assert flops == warps * iters * chains * tensor.f64_flops(shape)
+    m, k = tensor.F64_SHAPES[shape]
+    src = np.random.default_rng(0).standard_normal(384) * 1e-3
+    a, b, r, na = np.zeros((m, k)), np.zeros((k, 8)), m // 8, m * k // 32
+    for lane in range(32):
+        g, t = divmod(lane, 4)
+        for i in range(na):
+            a[g + 8 * (i % r), t + 4 * (i // r)] = src[lane + 32 * i]
+        for i in range(k // 4):
+            b[t + 4 * i, g] = src[lane + 32 * (na + i)]
+    per_warp = sums.reshape(warps, tensor.WARP).sum(axis=1)
+    assert np.allclose(per_warp, chains * iters * np.sum(a @ b), rtol=1e-12)
 
 
 def test_peak_loop_sums_what_the_layout_says(cl_env):

@@ -1,4 +1,5 @@
-// C (+)= alpha * A'B in double on the FP64 tensor cores (mma.sync m8n8k4,
+// C (+)= alpha * A'B in double on the FP64 tensor cores (mma.sync in the
+// build's FP64 shape, F64_M x 8 x F64_K: m8n8k4, or Hopper's m16n8k4 / m16n8k8;
 // NVIDIA only; joined after kernels/tensor/mma.cl by gpubook.dmma): the same
 // arguments and the same result as kernels/tiles/register_tiles.cl built in
 // double, so that chapter 8's step 6 can run its products either way.
@@ -6,27 +7,43 @@
 // A (rows k, columns i) and B (rows k, columns j) are row-major with strides
 // lda, ldb from offsets a_off, b_off; C[i][j] = sum over k of A[k][i] B[k][j].
 // A work-group owns a TM x TN tile of C; its WARPS_M x WARPS_N warps each
-// own a (TM / WARPS_M) x (TN / WARPS_N) block, MF x NF fragments of 8 x 8
-// (two doubles per lane, c_i = C[g][2t + i]). The rows k go KC at a time
-// through two local buffers (one barrier per chunk); the next chunk's loads
-// from global memory are issued before this chunk's products and wait in
-// registers. Each step of 4 rows is one m8n8k4 per fragment: lane (g, t)
-// reads A[k0 + t][i0 + g] and B[k0 + t][j0 + g] (g = lane / 4, t = lane % 4).
+// own a (TM / WARPS_M) x (TN / WARPS_N) block, MF x NF fragments of F64_M x 8
+// (F64_C doubles per lane, c_h = C[g + 8 (h / 2)][2t + h % 2]). The rows k go
+// KC at a time through STAGES local buffers: with two, one barrier per chunk;
+// with one (room for a KC twice as deep), a second barrier before each store.
+// The next chunk's loads from global memory are issued before this chunk's
+// products and wait in registers. Each step of F64_K rows is one mma per fragment:
+// lane (g, t) reads A[k0 + t + 4 (i / R)][i0 + g + 8 (i % R)] (R = F64_M / 8)
+// and B[k0 + t + 4 i][j0 + g] (g = lane / 4, t = lane % 4), as mma.cl lays out
+// A' (the columns of A are the rows of the product).
 // Local rows are TM + 8 doubles long: the 4 rows t of a fragment load then
 // fall 16 banks apart, so a warp's 64-bit loads take the two passes that
 // 256 bytes need and no more.
+// PAIRS=1 (each warp's block a multiple of 16 wide both ways): within every 16
+// columns, local memory keeps column c + 8 beside column c, so that a lane
+// reads the two values it needs from columns g and g + 8 as one 16-byte load
+// (a double2: half the load instructions). Rows are then TM + 4 doubles long,
+// 32 bytes apart modulo 128: a quarter warp's 16-byte loads hit 32 banks once.
 //
-// Build options: TM, TN, WARPS_M, WARPS_N, KC (multiple of 4), TRIANGLE (only
-// tiles on and below the diagonal of a square C), EMULATE (gpubook.tensor).
-// The rows k_begin..k_end are split into chunks of k_chunk, one per
-// get_group_id(1); chunk h writes its sums at c_off + h * c_stride.
+// Build options: TM, TN, WARPS_M, WARPS_N, KC (multiple of F64_K), STAGES (1 or
+// 2, default 2), PAIRS (0 or 1, default 0), F64_M, F64_K
+// (mma.cl), TRIANGLE (only tiles on and below the diagonal of a square C),
+// EMULATE (gpubook.tensor). The rows k_begin..k_end are split into chunks of
+// k_chunk, one per get_group_id(1); chunk h writes its sums at c_off + h * c_stride.
+#ifndef STAGES
+#define STAGES 2
+#endif
 #define NTH (32 * WARPS_M * WARPS_N)
 #define WTM (TM / WARPS_M)
 #define WTN (TN / WARPS_N)
-#define MF (WTM / 8)
+#define MF (WTM / F64_M)
 #define NF (WTN / 8)
-#define LDA (TM + 8)
-#define LDB (TN + 8)
+#ifndef PAIRS
+#define PAIRS 0
+#endif
+#define PAD (PAIRS ? 4 : 8)
+#define LDA (TM + PAD)
+#define LDB (TN + PAD)
 #define LA ((KC * TM + NTH - 1) / NTH)
 #define LB ((KC * TN + NTH - 1) / NTH)
 
@@ -43,6 +60,12 @@ static void fetch(double *next, const int per_item, const int width, __global co
     }
 }
 
+// Where column c of a panel sits in a local row (PAIRS: c + 8 beside c in every 16).
+inline int slot(const int c)
+{
+    return PAIRS ? (c & ~15) | ((c & 7) << 1) | ((c >> 3) & 1) : c;
+}
+
 static void store(__local double *panel, const double *next, const int per_item, const int width,
                   const int ldl)
 {
@@ -51,7 +74,7 @@ static void store(__local double *panel, const double *next, const int per_item,
     for (int l = 0; l < per_item; ++l) {
         const int e = lid + l * NTH;
         if (e < KC * width)
-            panel[(e / width) * ldl + e % width] = next[l];
+            panel[(e / width) * ldl + slot(e % width)] = next[l];
     }
 }
 
@@ -63,7 +86,8 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
                 const int k_chunk, const int c_stride, const int tiles_x,
                 const double alpha, const int accumulate)
 {
-    __local double la[2 * KC * LDA], lb[2 * KC * LDB];
+    __local double la[STAGES * KC * LDA] __attribute__((aligned(16)));
+    __local double lb[STAGES * KC * LDB] __attribute__((aligned(16)));
     __local double scratch[EMULATE ? NTH / 32 * MMA_F64_SCRATCH : 1];
     const int grp = get_group_id(0);
 #if TRIANGLE
@@ -82,18 +106,22 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
     const int k1 = min(k_end, k0 + k_chunk);
     __global const double *pa = a + a_off + i0, *pb = b + b_off + j0;
 
-    double acc[MF][NF][2];
+    double acc[MF][NF][F64_C];
 #pragma unroll
     for (int p = 0; p < MF; ++p)
 #pragma unroll
         for (int q = 0; q < NF; ++q)
-            acc[p][q][0] = acc[p][q][1] = 0.0;
+#pragma unroll
+            for (int h = 0; h < F64_C; ++h)
+                acc[p][q][h] = 0.0;
 
     double na[LA], nb[LB];
     fetch(na, LA, TM, pa, lda, k0, k1, M - i0);
     fetch(nb, LB, TN, pb, ldb, k0, k1, N - j0);
     int s = 0;
     for (int kk = k0; kk < k1; kk += KC) {
+        if (STAGES == 1)
+            barrier(CLK_LOCAL_MEM_FENCE);            // every warp is done with the last chunk
         store(la + s * KC * LDA, na, LA, TM, LDA);
         store(lb + s * KC * LDB, nb, LB, TN, LDB);
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -101,23 +129,48 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
             fetch(na, LA, TM, pa, lda, kk + KC, k1, M - i0);
             fetch(nb, LB, TN, pb, ldb, kk + KC, k1, N - j0);
         }
-        __local const double *sa = la + s * KC * LDA + wm + g, *sb = lb + s * KC * LDB + wn + g;
+        __local const double *sa = la + s * KC * LDA + wm + (PAIRS ? 2 : 1) * g;
+        __local const double *sb = lb + s * KC * LDB + wn + (PAIRS ? 2 : 1) * g;
 #pragma unroll
-        for (int r = 0; r < KC; r += 4) {
-            double fa[MF], fb[NF];
+        for (int r = 0; r < KC; r += F64_K) {
+            double fa[MF][F64_A], fb[NF][F64_B];
+#if PAIRS
+            // columns 16 u + g (x) and 16 u + 8 + g (y) of the warp's block, rows r + t + 4 j
+#pragma unroll
+            for (int u = 0; u < WTM / 16; ++u)
+#pragma unroll
+                for (int j = 0; j < F64_K / 4; ++j) {
+                    const double2 v = *(__local const double2 *)(sa + (r + t + 4 * j) * LDA + 16 * u);
+                    fa[16 * u / F64_M][j * F64_R + 16 * u % F64_M / 8] = v.x;
+                    fa[(16 * u + 8) / F64_M][j * F64_R + (16 * u + 8) % F64_M / 8] = v.y;
+                }
+#pragma unroll
+            for (int u = 0; u < WTN / 16; ++u)
+#pragma unroll
+                for (int j = 0; j < F64_B; ++j) {
+                    const double2 v = *(__local const double2 *)(sb + (r + t + 4 * j) * LDB + 16 * u);
+                    fb[2 * u][j] = v.x;
+                    fb[2 * u + 1][j] = v.y;
+                }
+#else
 #pragma unroll
             for (int p = 0; p < MF; ++p)
-                fa[p] = sa[(r + t) * LDA + p * 8];
+#pragma unroll
+                for (int i = 0; i < F64_A; ++i)
+                    fa[p][i] = sa[(r + t + 4 * (i / F64_R)) * LDA + p * F64_M + 8 * (i % F64_R)];
 #pragma unroll
             for (int q = 0; q < NF; ++q)
-                fb[q] = sb[(r + t) * LDB + q * 8];
+#pragma unroll
+                for (int i = 0; i < F64_B; ++i)
+                    fb[q][i] = sb[(r + t + 4 * i) * LDB + q * 8];
+#endif
 #pragma unroll
             for (int p = 0; p < MF; ++p)
 #pragma unroll
                 for (int q = 0; q < NF; ++q)
                     mma_f64(acc[p][q], fa[p], fb[q], scr);
         }
-        s ^= 1;
+        s = (s + 1) % STAGES;
     }
 
     __global double *out = c + c_off + (size_t)get_group_id(1) * c_stride;
@@ -126,8 +179,9 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
 #pragma unroll
         for (int q = 0; q < NF; ++q)
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int row = i0 + wm + p * 8 + g, col = j0 + wn + q * 8 + 2 * t + h;
+            for (int h = 0; h < F64_C; ++h) {
+                const int row = i0 + wm + p * F64_M + g + 8 * (h / 2);
+                const int col = j0 + wn + q * 8 + 2 * t + h % 2;
                 if (row < M && col < N) {
                     __global double *dst = out + (size_t)row * ldc + col;
                     *dst = (accumulate ? *dst : 0.0) + alpha * acc[p][q][h];
