@@ -10,7 +10,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import gpubook as gb  # noqa: E402
-from gpubook import tensor  # noqa: E402
+from gpubook import tensor, tf32  # noqa: E402
 from gpubook.chapters import covariance as cv  # noqa: E402
 from gpubook.chapters.covariance import tensor_cores as ct  # noqa: E402
 
@@ -28,11 +28,11 @@ def small():
 
 
 def test_candidate_shapes_fall_back_to_the_one_default(monkeypatch):
-    monkeypatch.delattr(tensor, "XTX_SHAPES", raising=False)
-    assert ct.candidate_shapes() == [tensor.XTX_SHAPE]
-    monkeypatch.setattr(tensor, "XTX_SHAPES", [ct.EMULATED_SHAPE, tensor.XTX_SHAPE], raising=False)
+    monkeypatch.delattr(tf32, "XTX_SHAPES", raising=False)
+    assert ct.candidate_shapes() == [tf32.XTX_SHAPE]
+    monkeypatch.setattr(tf32, "XTX_SHAPES", [ct.EMULATED_SHAPE, tf32.XTX_SHAPE], raising=False)
     shapes = ct.candidate_shapes()
-    assert shapes == [ct.EMULATED_SHAPE, tensor.XTX_SHAPE] and shapes[0] is not ct.EMULATED_SHAPE
+    assert shapes == [ct.EMULATED_SHAPE, tf32.XTX_SHAPE] and shapes[0] is not ct.EMULATED_SHAPE
     assert ct.label(ct.EMULATED_SHAPE) == "T 16, warps 1 x 1, KC 8, 32 work-items"
 
 
@@ -47,9 +47,9 @@ def test_the_step_emulated_gives_the_chapters_errors(cl_env, small):
     assert errors["3xtf32"] <= max(3 * step4, 1e-6) and errors["3xtf32"] < 1e-4
     assert errors["tf32-raw"] > 1e-4 > errors["tf32"]          # truncation's errors add up on the diagonal
     # the emulated C is the TF32 model's covariance of the device's centred data, summed in float32
-    c = ct.run(cov, x, tensor.XtX(ctx, queue, "tf32-raw", shape=ct.EMULATED_SHAPE, emulate=True))
+    c = ct.run(cov, x, tf32.XtX(ctx, queue, "tf32-raw", shape=ct.EMULATED_SHAPE, emulate=True))
     xc = x - cov.mean_vector()
-    model = tensor.xtx_model(xc, "tf32-raw") / x.shape[0]
+    model = tf32.xtx_model(xc, "tf32-raw") / x.shape[0]
     assert cv.error(c, model) < 5e-5 < cv.error(c, ref)
 
 
@@ -66,7 +66,7 @@ def test_shapes_that_cannot_run_are_listed_with_the_reason(cl_env):
     _, ctx, queue = cl_env
     bad = {"T": 24, "WARPS_M": 1, "WARPS_N": 1, "KC": 8}
     built, skipped = ct.products(ctx, queue, [ct.EMULATED_SHAPE, bad], emulate=True)
-    assert [s for s, _ in built] == [ct.EMULATED_SHAPE] and isinstance(built[0][1], tensor.XtX)
+    assert [s for s, _ in built] == [ct.EMULATED_SHAPE] and isinstance(built[0][1], tf32.XtX)
     assert skipped[0][0] == bad and "T must be a multiple" in skipped[0][1] and "\n" not in skipped[0][1]
 
 
@@ -74,7 +74,7 @@ def test_products_without_tensor_cores_say_why(cl_env):
     device, ctx, queue = cl_env
     if tensor.available(device)[0]:
         pytest.skip("tensor cores here: tools/check_tensor.py checks them")
-    built, skipped = ct.products(ctx, queue, [tensor.XTX_SHAPE])
+    built, skipped = ct.products(ctx, queue, [tf32.XTX_SHAPE])
     assert built == [] and skipped[0][1] == tensor.available(device)[1]
 
 

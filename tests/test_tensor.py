@@ -8,7 +8,7 @@ import pytest
 import pyopencl as cl
 
 import gpubook as gb
-from gpubook import tensor
+from gpubook import tensor, tf32
 from gpubook.chapters import covariance as cv
 
 TINY = {"T": 16, "WARPS_M": 1, "WARPS_N": 1, "KC": 8}
@@ -29,19 +29,19 @@ def test_the_gate_says_why_in_one_line(cl_env):
         pytest.skip("an NVIDIA platform: tools/check_tensor.py checks the tensor cores there")
     assert ok is False and "\n" not in reason and "NVIDIA" in reason
     with pytest.raises(tensor.TensorCoreError, match="not NVIDIA's OpenCL"):
-        tensor.XtX(ctx, queue, "3xtf32")
+        tf32.XtX(ctx, queue, "3xtf32")
     with pytest.raises(tensor.TensorCoreError):
         tensor.mma_check(ctx, queue, "tf32")
 
 
 def test_tf32_rounding_and_split():
     x = np.array([1.0, 1.0 + 2**-11, 1.0 + 2**-10 + 2**-11, -3.0000002, 1e-30, 0.0], np.float32)
-    hi, lo = tensor.split_tf32(x)
+    hi, lo = tf32.split_tf32(x)
     assert np.all(hi.view(np.uint32) & 0x1FFF == 0) and np.all(lo.view(np.uint32) & 0x1FFF == 0)
     assert hi[1] == np.float32(1.0 + 2**-10)            # a tie rounds away from zero
     assert tensor.tf32_truncate(x)[1] == 1.0
     x = np.random.default_rng(0).standard_normal(10_000).astype(np.float32)
-    hi, lo = tensor.split_tf32(x)
+    hi, lo = tf32.split_tf32(x)
     assert np.max(np.abs((hi.astype(np.float64) - x) / x)) <= 2**-11
     assert np.max(np.abs((hi.astype(np.float64) + lo - x) / x)) <= 2**-21
 
@@ -51,10 +51,10 @@ def test_plain_tf32_misses_the_chapter_tolerance_and_the_split_meets_it():
     d = cv.make_data(4096, 96)
     xc = (d.x - d.x.mean(axis=0)).astype(np.float32)
     ref = cv.reference(d.x) * len(xc)
-    raw = cv.error(tensor.xtx_model(xc, "tf32-raw"), ref)
-    split = cv.error(tensor.xtx_model(xc, "3xtf32"), ref)
+    raw = cv.error(tf32.xtx_model(xc, "tf32-raw"), ref)
+    split = cv.error(tf32.xtx_model(xc, "3xtf32"), ref)
     assert raw > 1e-4 > 1e-6 > split
-    assert cv.error(tensor.xtx_model(xc, "tf32"), ref) < raw  # rounding first is better than truncating
+    assert cv.error(tf32.xtx_model(xc, "tf32"), ref) < raw  # rounding first is better than truncating
 
 
 @pytest.mark.parametrize("kind, shape", [("tf32", None), ("f64", None)] +
@@ -174,12 +174,12 @@ def test_xtx_emulated_on_odd_sizes(cl_env, m, n):
     _, ctx, queue = cl_env
     x = np.random.default_rng(m).standard_normal((m, n)).astype(np.float32)
     ref = x.astype(np.float64).T @ x.astype(np.float64)
-    for mode in tensor.MODES:
-        s = tensor.XtX(ctx, queue, mode, shape=TINY, emulate=True).product(x)
+    for mode in tf32.MODES:
+        s = tf32.XtX(ctx, queue, mode, shape=TINY, emulate=True).product(x)
         assert not np.any(np.triu(s, 1))
         # the kernel adds in float32 what the model adds exactly
-        assert tensor.lower_error(s, tensor.xtx_model(x, mode)) < 1e-5
-    assert tensor.lower_error(s, ref) < 1e-5  # 3xtf32 keeps float32's accuracy
+        assert tf32.lower_error(s, tf32.xtx_model(x, mode)) < 1e-5
+    assert tf32.lower_error(s, ref) < 1e-5  # 3xtf32 keeps float32's accuracy
 
 
 def _padded(ctx, x, ldx):
@@ -209,15 +209,15 @@ def test_xtx_wide_loads_sum_what_the_checked_loads_sum(cl_env):
     _, ctx, queue = cl_env
     m, n, ldx = 45, 36, 40
     x = np.random.default_rng(1).standard_normal((m, n)).astype(np.float32)
-    wide = tensor.XtX(ctx, queue, "3xtf32", shape=SMALL, emulate=True)
-    checked = tensor.XtX(ctx, queue, "3xtf32", shape=TINY, emulate=True, wide_loads=False)
+    wide = tf32.XtX(ctx, queue, "3xtf32", shape=SMALL, emulate=True)
+    checked = tf32.XtX(ctx, queue, "3xtf32", shape=TINY, emulate=True, wide_loads=False)
     assert (wide.loads(n, ldx), wide.loads(n, 38), wide.loads(34, 40), checked.loads(n, ldx)) == (4, 1, 1, 1)
     xb = _padded(ctx, x, ldx)
     s_wide, s_checked = _run(wide, xb, m, n, ldx), _run(checked, xb, m, n, ldx)
     assert np.all(np.isfinite(s_wide)) and np.all(np.isfinite(s_checked))
     assert np.array_equal(s_wide, s_checked)
     assert not np.any(np.triu(s_wide, 1))
-    assert tensor.lower_error(s_wide, tensor.xtx_model(x, "3xtf32")) < 1e-5
+    assert tf32.lower_error(s_wide, tf32.xtx_model(x, "3xtf32")) < 1e-5
 
 
 def test_xtx_split_late_sums_what_the_early_split_sums(cl_env):
@@ -230,20 +230,20 @@ def test_xtx_split_late_sums_what_the_early_split_sums(cl_env):
     xb = _padded(ctx, x, ldx)
     late = {**SMALL, "LATE": 1}
     for gv in (True, False):
-        early = tensor.XtX(ctx, queue, "3xtf32", shape=SMALL, emulate=True, wide_loads=gv)
-        split = tensor.XtX(ctx, queue, "3xtf32", shape=late, emulate=True, wide_loads=gv)
+        early = tf32.XtX(ctx, queue, "3xtf32", shape=SMALL, emulate=True, wide_loads=gv)
+        split = tf32.XtX(ctx, queue, "3xtf32", shape=late, emulate=True, wide_loads=gv)
         assert np.array_equal(_run(early, xb, m, n, ldx), _run(split, xb, m, n, ldx))
-    assert tensor.xtx_local_bytes(late, "3xtf32") == tensor.xtx_local_bytes(SMALL, "tf32")
-    assert tensor.xtx_local_bytes(late, "3xtf32") < tensor.xtx_local_bytes(SMALL, "3xtf32")
-    plain = tensor.XtX(ctx, queue, "tf32", shape=late, emulate=True).product(x)
-    assert np.array_equal(plain, tensor.XtX(ctx, queue, "tf32", shape=SMALL, emulate=True).product(x))
+    assert tf32.xtx_local_bytes(late, "3xtf32") == tf32.xtx_local_bytes(SMALL, "tf32")
+    assert tf32.xtx_local_bytes(late, "3xtf32") < tf32.xtx_local_bytes(SMALL, "3xtf32")
+    plain = tf32.XtX(ctx, queue, "tf32", shape=late, emulate=True).product(x)
+    assert np.array_equal(plain, tf32.XtX(ctx, queue, "tf32", shape=SMALL, emulate=True).product(x))
     with pytest.raises(ValueError, match="LATE is 0 or 1"):
-        tensor.xtx_shape_checked({**SMALL, "LATE": 2})
+        tf32.xtx_shape_checked({**SMALL, "LATE": 2})
 
 
 # Every mode on one warp shape, and the other shapes in 3xTF32 alone: each build of an
 # emulated tensor-core kernel costs PoCL seconds to compile, and the modes share the feed.
-FEED_CASES = [((2, 2), mode) for mode in tensor.MODES] + [(w, "3xtf32") for w in ((1, 2), (2, 1), (1, 1))]
+FEED_CASES = [((2, 2), mode) for mode in tf32.MODES] + [(w, "3xtf32") for w in ((1, 2), (2, 1), (1, 1))]
 
 
 @pytest.mark.parametrize("warps, mode", FEED_CASES)
@@ -262,61 +262,61 @@ def test_xtx_fed_by_copies_sums_what_the_late_split_sums(cl_env, warps, mode):
     late = {**SMALL, "WARPS_M": warps[0], "WARPS_N": warps[1], "LATE": 1}
     fed = {**late, "FEED": 1}
     for wide in (True, False):
-        got = _run(tensor.XtX(ctx, queue, mode, shape=fed, emulate=True, wide_loads=wide, flush_rows=16),
+        got = _run(tf32.XtX(ctx, queue, mode, shape=fed, emulate=True, wide_loads=wide, flush_rows=16),
                    xb, m, n, ldx)
         assert np.all(np.isfinite(got)) and not np.any(np.triu(got, 1))
-        assert tensor.lower_error(got, tensor.xtx_model(x, mode)) < 1e-5
-        flushed = _run(tensor.XtX(ctx, queue, mode, shape=late, emulate=True, wide_loads=wide,
+        assert tf32.lower_error(got, tf32.xtx_model(x, mode)) < 1e-5
+        flushed = _run(tf32.XtX(ctx, queue, mode, shape=late, emulate=True, wide_loads=wide,
                                   flush_rows=16), xb, m, n, ldx)
         assert np.array_equal(got, flushed), (mode, wide)
-    assert tensor.xtx_local_bytes(fed, "3xtf32") == tensor.xtx_local_bytes(late, "3xtf32")
-    prod = tensor.XtX(ctx, queue, "3xtf32", shape=fed, emulate=True)
+    assert tf32.xtx_local_bytes(fed, "3xtf32") == tf32.xtx_local_bytes(late, "3xtf32")
+    prod = tf32.XtX(ctx, queue, "3xtf32", shape=fed, emulate=True)
     assert prod.loads(n, ldx) == 4 and prod.loads(n, ldx, lds=n + 2) == 1  # 16-byte flushes need lds % 4 == 0
     with pytest.raises(ValueError, match="it needs LATE 1"):
-        tensor.xtx_shape_checked({**SMALL, "FEED": 1})
+        tf32.xtx_shape_checked({**SMALL, "FEED": 1})
     with pytest.raises(ValueError, match="multiple of 4"):  # 48 / 8 = 6 values of B's row per lane
-        tensor.xtx_shape_checked({"T": 48, "WARPS_M": 1, "WARPS_N": 1, "KC": 8, "LATE": 1, "FEED": 1})
+        tf32.xtx_shape_checked({"T": 48, "WARPS_M": 1, "WARPS_N": 1, "KC": 8, "LATE": 1, "FEED": 1})
 
 
 def test_xtx_without_the_diagonal_skip_sums_the_same(cl_env):
     _, ctx, queue = cl_env
     x = np.random.default_rng(2).standard_normal((19, 64)).astype(np.float32)
-    kept = tensor.XtX(ctx, queue, "tf32-raw", shape=SMALL, emulate=True, diag_skip=False).product(x)
-    tiny = tensor.XtX(ctx, queue, "tf32-raw", shape=TINY, emulate=True).product(x)  # no fragment to skip
+    kept = tf32.XtX(ctx, queue, "tf32-raw", shape=SMALL, emulate=True, diag_skip=False).product(x)
+    tiny = tf32.XtX(ctx, queue, "tf32-raw", shape=TINY, emulate=True).product(x)  # no fragment to skip
     assert np.array_equal(kept, tiny)
-    assert tensor.lower_error(kept, tensor.xtx_model(x, "tf32-raw")) < 1e-5
+    assert tf32.lower_error(kept, tf32.xtx_model(x, "tf32-raw")) < 1e-5
 
 
 def test_xtx_shapes_are_valid_and_within_local_memory():
-    assert 3 <= len(tensor.XTX_SHAPES) <= 5 and tensor.XTX_SHAPE == tensor.XTX_SHAPES[0]
-    for shape in tensor.XTX_SHAPES:
-        for mode in tensor.MODES:
-            assert tensor.xtx_shape_checked(shape, mode) == shape
-            assert tensor.xtx_local_bytes(shape, mode) <= 48 * 1024
+    assert 3 <= len(tf32.XTX_SHAPES) <= 5 and tf32.XTX_SHAPE == tf32.XTX_SHAPES[0]
+    for shape in tf32.XTX_SHAPES:
+        for mode in tf32.MODES:
+            assert tf32.xtx_shape_checked(shape, mode) == shape
+            assert tf32.xtx_local_bytes(shape, mode) <= 48 * 1024
     # the header's arithmetic: T = 128, KC = 8, (hi, lo) pairs of T + 4 floats
     t128 = {"T": 128, "WARPS_M": 2, "WARPS_N": 2, "KC": 8}
-    assert tensor.xtx_local_bytes(t128, "3xtf32") == 2 * 2 * 8 * 132 * 2 * 4 == 33_792
-    assert tensor.xtx_local_bytes(t128, "tf32") == 2 * 2 * 8 * 136 * 4
+    assert tf32.xtx_local_bytes(t128, "3xtf32") == 2 * 2 * 8 * 132 * 2 * 4 == 33_792
+    assert tf32.xtx_local_bytes(t128, "tf32") == 2 * 2 * 8 * 136 * 4
 
 
 def test_bad_input_is_refused(cl_env):
     _, ctx, queue = cl_env
     with pytest.raises(ValueError, match="unknown mode"):
-        tensor.XtX(ctx, queue, "fp8", emulate=True)
+        tf32.XtX(ctx, queue, "fp8", emulate=True)
     with pytest.raises(ValueError, match="T must be a multiple"):
-        tensor.XtX(ctx, queue, "tf32", shape={"T": 24, "WARPS_M": 1, "WARPS_N": 1, "KC": 8}, emulate=True)
+        tf32.XtX(ctx, queue, "tf32", shape={"T": 24, "WARPS_M": 1, "WARPS_N": 1, "KC": 8}, emulate=True)
     with pytest.raises(ValueError, match="whole 16-byte loads"):
-        tensor.XtX(ctx, queue, "tf32", shape={"T": 16, "WARPS_M": 1, "WARPS_N": 2, "KC": 8}, emulate=True)
+        tf32.XtX(ctx, queue, "tf32", shape={"T": 16, "WARPS_M": 1, "WARPS_N": 2, "KC": 8}, emulate=True)
     big = {"T": 128, "WARPS_M": 2, "WARPS_N": 2, "KC": 16}
     with pytest.raises(ValueError, match="67,584 bytes of local memory"):
-        tensor.XtX(ctx, queue, "3xtf32", shape=big, emulate=True)
-    assert tensor.xtx_shape_checked(big, "tf32") == big  # one part per float: half of it
+        tf32.XtX(ctx, queue, "3xtf32", shape=big, emulate=True)
+    assert tf32.xtx_shape_checked(big, "tf32") == big  # one part per float: half of it
     with pytest.raises(ValueError, match="give exactly"):
-        tensor.XtX(ctx, queue, "tf32", shape={"T": 16, "WARPS_M": 1, "WARPS_N": 1}, emulate=True)
+        tf32.XtX(ctx, queue, "tf32", shape={"T": 16, "WARPS_M": 1, "WARPS_N": 1}, emulate=True)
     with pytest.raises(ValueError, match="positive integers"):
-        tensor.XtX(ctx, queue, "tf32", shape={**TINY, "KC": 8.0}, emulate=True)
+        tf32.XtX(ctx, queue, "tf32", shape={**TINY, "KC": 8.0}, emulate=True)
     with pytest.raises(ValueError, match="NaN or infinite"):
-        tensor.XtX(ctx, queue, "tf32", shape=TINY, emulate=True).product(np.full((4, 4), np.inf))
+        tf32.XtX(ctx, queue, "tf32", shape=TINY, emulate=True).product(np.full((4, 4), np.inf))
     with pytest.raises(ValueError, match="unknown kind"):
         tensor.mma_check(ctx, queue, "bf16", emulate=True)
 
@@ -325,9 +325,9 @@ def test_flushing_the_sums_every_few_rows_changes_only_rounding(cl_env):
     """XtX with flush_rows: the warps' sums go into S every so many rows (stored, then added)."""
     _, ctx, queue = cl_env
     x = np.random.default_rng(11).standard_normal((45, 20)).astype(np.float32)
-    ref = tensor.xtx_model(x, "3xtf32")
+    ref = tf32.xtx_model(x, "3xtf32")
     for rows in (8, 16, 40, 45, 1000):
-        s = tensor.XtX(ctx, queue, "3xtf32", SMALL, emulate=True, flush_rows=rows).product(x)
-        assert tensor.lower_error(s, ref) < 1e-5, rows
+        s = tf32.XtX(ctx, queue, "3xtf32", SMALL, emulate=True, flush_rows=rows).product(x)
+        assert tf32.lower_error(s, ref) < 1e-5, rows
     with pytest.raises(ValueError, match="flush_rows"):
-        tensor.XtX(ctx, queue, "3xtf32", SMALL, emulate=True, flush_rows=0)
+        tf32.XtX(ctx, queue, "3xtf32", SMALL, emulate=True, flush_rows=0)

@@ -28,8 +28,6 @@ the same run.
 """
 import os
 import sys
-import time
-import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -38,80 +36,11 @@ import numpy as np  # noqa: E402
 import pyopencl as cl  # noqa: E402
 
 import gpubook as gb  # noqa: E402
-from gpubook import tensor  # noqa: E402
+from gpubook import tensor, tf32  # noqa: E402
 from gpubook.chapters import covariance as cv  # noqa: E402
-from gpubook.chapters import cholqr, tsqr  # noqa: E402
+from check_harness import cupy_module, cuda_seconds, item, result, say, summary  # noqa: E402
+from check_qr import square, tall  # noqa: E402
 from gpubook.timing import time_events  # noqa: E402
-
-BUDGET_S = int(os.environ.get("CHECK_TENSOR_BUDGET_S", "170"))  # items starting later are skipped
-START = time.perf_counter()
-RESULTS = []
-
-
-def say(line):
-    print(line, flush=True)
-
-
-def result(item, status, detail):
-    RESULTS.append((item, status, detail))
-    say(f"  -> {status} {item}: {detail}")
-
-
-def elapsed():
-    return time.perf_counter() - START
-
-
-ONLY = next((a.split("=", 1)[1].split(",") for a in sys.argv[1:] if a.startswith("--only=")), None)
-
-
-def item(name, fn, *args):
-    if ONLY is not None and name not in ONLY and name != "gate":
-        return True
-    say(f"\n== {name} (at {elapsed():.0f} s)")
-    if elapsed() > BUDGET_S:
-        result(name, "SKIP", f"the script's {BUDGET_S} s budget is spent")
-        return
-    try:
-        return fn(*args)
-    except Exception as err:  # noqa: BLE001 - report and go on
-        tb = traceback.extract_tb(err.__traceback__)[-1]
-        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-        result(name, "FAIL", f"{type(err).__name__}: {first} ({Path(tb.filename).name}:{tb.lineno})")
-        say(traceback.format_exc())
-    finally:
-        _free_cupy()
-
-
-def _cupy():
-    try:
-        import cupy
-        return cupy
-    except Exception:  # noqa: BLE001 - not installed, or no CUDA
-        return None
-
-
-def _free_cupy():
-    cp = _cupy()
-    if cp is not None:
-        try:
-            cp.get_default_memory_pool().free_all_blocks()
-        except Exception:  # noqa: BLE001
-            pass
-
-
-def cuda_seconds(cp, fn, repeats=5):
-    """Median seconds per call of fn, by CUDA events (after one warm-up call)."""
-    fn()
-    cp.cuda.Device().synchronize()
-    times = []
-    for _ in range(repeats):
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end) * 1e-3)
-    return float(np.median(times))
 
 
 # --- items -----------------------------------------------------------------------------
@@ -267,14 +196,14 @@ def dmma_item(ctx, queue, n=4096, rows=16384):
 
 
 def xtx(ctx, queue, m=131_072, n=4_096):
-    cp = _cupy()
+    cp = cupy_module()
     if cp is None:
         result("xtx", "SKIP", "no CuPy here: it gives the float64 reference and cuBLAS SSYRK")
         return
     from gpubook import resources
-    products = {mode: tensor.XtX(ctx, queue, mode) for mode in ("tf32-raw", "tf32", "3xtf32")}
-    variants = [(f"3xtf32 {sh}", tensor.XtX(ctx, queue, "3xtf32", sh)) for sh in tensor.XTX_SHAPES[1:]]
-    variants.append(("3xtf32 no diag skip", tensor.XtX(ctx, queue, "3xtf32", diag_skip=False)))
+    products = {mode: tf32.XtX(ctx, queue, mode) for mode in ("tf32-raw", "tf32", "3xtf32")}
+    variants = [(f"3xtf32 {sh}", tf32.XtX(ctx, queue, "3xtf32", sh)) for sh in tf32.XTX_SHAPES[1:]]
+    variants.append(("3xtf32 no diag skip", tf32.XtX(ctx, queue, "3xtf32", diag_skip=False)))
     for name, prod in list(products.items()) + variants:
         info = resources.kernel_resources(prod.kernel, queue.device, prod.nth)
         say(f"    {name}: {info}")
@@ -294,16 +223,16 @@ def xtx(ctx, queue, m=131_072, n=4_096):
         t = time_events(lambda: prod.enqueue(xb, m, n, sb), repeats=5, warmup=1)
         s = np.empty((n, n), np.float32)
         cl.enqueue_copy(queue, s, sb)
-        times[mode], errors[mode] = t.median, tensor.lower_error(s, ref)
+        times[mode], errors[mode] = t.median, tf32.lower_error(s, ref)
         say(f"  OpenCL {mode:8s}: {t.median * 1e3:8.2f} ms, {flops / t.median / 1e12:6.1f} TFLOP/s, "
             f"error {errors[mode]:.1e} (chapter 6's tolerance 1e-4)")
-    tf32 = None
+    tf32_s = None
     from cupy import cublas
 
     xg = cp.asarray(xc)
     out = cp.zeros((n, n), cp.float32)
     syrk = cuda_seconds(cp, lambda: cublas.syrk("T", xg, out=out, lower=True))
-    err = tensor.lower_error(cp.asnumpy(out), ref)
+    err = tf32.lower_error(cp.asnumpy(out), ref)
     say(f"  cuBLAS SSYRK float32 (cupy.cublas.syrk): {syrk * 1e3:.2f} ms, {flops / syrk / 1e12:.1f} TFLOP/s, "
         f"error {err:.1e}")
     del xg, out
@@ -323,10 +252,10 @@ def xtx(ctx, queue, m=131_072, n=4_096):
                 b.record()
                 b.synchronize()
                 ts.append(a.elapsed_time(b) * 1e-3)
-            tf32 = float(np.median(ts))
-            err = tensor.lower_error(r.cpu().numpy(), ref)
-            say(f"  cuBLAS TF32 (torch, allow_tf32): {tf32 * 1e3:.2f} ms (full product, 2mn^2), "
-                f"{2 * m * n * n / tf32 / 1e12:.1f} TFLOP/s, error {err:.1e}")
+            tf32_s = float(np.median(ts))
+            err = tf32.lower_error(r.cpu().numpy(), ref)
+            say(f"  cuBLAS TF32 (torch, allow_tf32): {tf32_s * 1e3:.2f} ms (full product, 2mn^2), "
+                f"{2 * m * n * n / tf32_s / 1e12:.1f} TFLOP/s, error {err:.1e}")
             torch.backends.cuda.matmul.allow_tf32 = False
             del xt, r
             torch.cuda.empty_cache()
@@ -344,161 +273,7 @@ def xtx(ctx, queue, m=131_072, n=4_096):
     speedup = syrk / times["3xtf32"]
     result("xtx-3xtf32-speed", "PASS" if speedup >= 1.5 else "FAIL",
            f"{times['3xtf32'] * 1e3:.2f} ms, {speedup:.2f}x cuBLAS SSYRK's {syrk * 1e3:.2f} ms "
-           f"(floor 1.5x, aim 2x)" + (f"; cuBLAS TF32 {tf32 * 1e3:.2f} ms" if tf32 else ""))
-
-
-def gram_check(r, a):
-    """tsqr.gram_error, on the GPU through CuPy where the matrix is large."""
-    cp = _cupy()
-    if cp is None or a.shape[1] < 1000:
-        return tsqr.gram_error(r, a)
-    ag, rg = cp.asarray(a), cp.asarray(r)
-    g = ag.T @ ag
-    return float(cp.max(cp.abs(rg.T @ rg - g)) / cp.max(cp.abs(g)))
-
-
-def cusolver_seconds(a, repeats=3):
-    cp = _cupy()
-    if cp is None:
-        return None
-    ag = cp.asarray(a)
-    t = cuda_seconds(cp, lambda: cp.linalg.qr(ag, mode="r"), repeats=repeats)
-    del ag
-    return t
-
-
-def time_tsqr(ctx, queue, a, repeats=5):
-    """(median device seconds of TSQR, R) on a fresh copy of a before every run."""
-    m, c = a.shape
-    qr = tsqr.TSQR(ctx, queue, c)
-    mf = cl.mem_flags
-    pristine = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
-    work = cl.Buffer(ctx, mf.READ_WRITE, a.nbytes)
-
-    def run():
-        cl.enqueue_copy(queue, work, pristine)
-        return qr.enqueue(work, m)
-    t = time_events(run, repeats=repeats, warmup=1)
-    say(f"    TSQR: leaves of {qr.BR} rows ({qr.leaves(m)} leaves), work-groups {qr.wg}, "
-        f"in local memory {qr.in_local}")
-    return t.median, qr.r()
-
-
-_AMPERE = {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16, "MMA": "m8n8k4", "PAIRS": 0}  # as before Hopper
-_PAIRED = {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16, "PAIRS": 1}
-_DEEP = {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 32, "STAGES": 1}
-CHOLQR_OPTIONS = [
-    {},
-    {"mma": True},
-    {"mma": True, "gram_shape": _AMPERE, "product_shape": _AMPERE},
-    {"mma": True, "gram_shape": _PAIRED, "product_shape": _PAIRED},
-    {"mma": True, "gram_shape": _DEEP, "product_shape": _DEEP},
-    {"mma": True, "product_shape": {"TM": 128, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16, "STAGES": 1}},
-]
-
-
-def time_cholqr2(ctx, queue, a, repeats=3, options=None):
-    """(median wall seconds of CholeskyQR2 on the device, pivots read, R left there; R; the object)."""
-    m, c = a.shape
-    cq = cholqr.CholeskyQR2(ctx, queue, c, **(options or {}))
-    mf = cl.mem_flags
-    work = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a)
-    times, trace = [], []
-    for rep in range(repeats + 1):
-        queue.finish()
-        trace = []
-        t0 = time.perf_counter()
-        cq.enqueue(work, m, trace)
-        cq.settle(work, m, trace)
-        queue.finish()
-        if rep:
-            times.append(time.perf_counter() - t0)
-    device_s = {}
-    for name, ev in trace:
-        device_s[name] = device_s.get(name, 0.0) + gb.event_seconds(ev)
-    say(f"    CholeskyQR2 {options or 'defaults'}: {cq.method}" + (f" ({cq.reason})" if cq.reason else "") +
-        f", cond estimate {cq.cond_estimate:.1e}, wall {np.median(times) * 1e3:.2f} ms; device by kernel "
-        f"(sum {sum(device_s.values()) * 1e3:.2f} ms): " +
-        ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in device_s.items()))
-    return float(np.median(times)), cq.r(), cq
-
-
-def sweep_cholqr2(ctx, queue, a, repeats):
-    best = None
-    from gpubook import dmma, resources
-    for shape, tri in ((dmma.SHAPE, True), (dmma.SHAPE, False)):
-        try:
-            kern = dmma.get_kernel(ctx, queue.device, shape, tri)
-            say(f"    dmma {shape} triangle={tri}: "
-                f"{resources.kernel_resources(kern, queue.device, dmma.work_items(shape))}")
-        except Exception as err:  # noqa: BLE001
-            say(f"    dmma: {str(err).splitlines()[0]}")
-    for opt in CHOLQR_OPTIONS:
-        try:
-            t, r, cq = time_cholqr2(ctx, queue, a, repeats, opt)
-        except Exception as err:  # noqa: BLE001
-            say(f"    {opt}: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
-            continue
-        if best is None or t < best[0]:
-            best = (t, r, cq)
-    return best
-
-
-def tall(ctx, queue, m=1_000_000, w=128):
-    from gpubook.chapters import lsq
-    x, y = lsq.make_problem(m, w)
-    a = np.ascontiguousarray(np.column_stack([x, y]))
-    del x, y
-    ref = cusolver_seconds(a)
-    say(f"  cupy.linalg.qr(mode='r') of {m:,} x {w + 1}: " + (f"{ref * 1e3:.2f} ms" if ref else "no CuPy"))
-    for name, timer in (("TSQR", time_tsqr), ("CholeskyQR2", lambda c, q, a: sweep_cholqr2(c, q, a, 5))):
-        try:
-            t, r, *_ = timer(ctx, queue, a)
-            err = gram_check(r, a)
-            say(f"  {name}: {t * 1e3:.2f} ms, Gram check {err:.1e}")
-            status = "PASS" if err <= 1e-14 and ref and ref / t >= 2 else "FAIL"
-            if ref is None:
-                status = "FAIL" if err > 1e-14 else "INFO"
-            result(f"tall-{name}", status, f"{t * 1e3:.2f} ms" + (f", {ref / t:.2f}x faster than cuSOLVER's "
-                   f"{ref * 1e3:.2f} ms (floor 2x)" if ref else "") + f"; Gram check {err:.1e} (floor 1e-14)")
-        except Exception as err:  # noqa: BLE001
-            result(f"tall-{name}", "FAIL", f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
-            say(traceback.format_exc())
-
-
-def square(ctx, queue, m=25_000, n=5_000):
-    from gpubook.chapters import lsq
-    x, y = lsq.make_problem(m, n)
-    a = np.ascontiguousarray(np.column_stack([x, y]))
-    del x, y
-    ref = cusolver_seconds(a, repeats=2)
-    say(f"  cupy.linalg.qr(mode='r') of {m:,} x {n + 1:,}: " + (f"{ref * 1e3:.1f} ms" if ref else "no CuPy"))
-    try:
-        t, r, cq = sweep_cholqr2(ctx, queue, a, 2)
-        err = gram_check(r, a)
-        status = "PASS" if err <= 1e-14 and ref is not None and t <= ref else "FAIL"
-        if ref is None and err <= 1e-14:
-            status = "INFO"
-        result("square-CholeskyQR2", status,
-               f"{t * 1e3:.1f} ms wall ({cq.method})" + (f", {t / ref:.2f}x cuSOLVER's {ref * 1e3:.1f} ms (floor 1.0x)"
-                                                      if ref else "") + f"; Gram check {err:.1e} (floor 1e-14)")
-    except Exception as err:  # noqa: BLE001
-        result("square-CholeskyQR2", "FAIL", f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
-        say(traceback.format_exc())
-    for width in (16, 128):
-        panel = np.ascontiguousarray(a[:, :width])
-        t, r = time_tsqr(ctx, queue, panel)
-        err = tsqr.gram_error(r, panel)
-        result(f"square-TSQR-panel-{width}", "INFO" if err <= 1e-14 else "FAIL",
-               f"{m:,} x {width} panel in {t * 1e3:.3f} ms (one launch per tree level, not per column); "
-               f"Gram check {err:.1e}")
-
-
-def _summary():
-    say(f"\n== summary ({elapsed():.0f} s)")
-    for name, status, detail in RESULTS:
-        say(f"{status:4s} {name}: {detail}")
-    return 1 if any(s == "FAIL" for _, s, _ in RESULTS) else 0
+           f"(floor 1.5x, aim 2x)" + (f"; cuBLAS TF32 {tf32_s * 1e3:.2f} ms" if tf32_s else ""))
 
 
 def main():
@@ -520,7 +295,7 @@ def main():
             result(name, "SKIP", "no tensor cores through inline PTX here (see gate)")
     item("tall", tall, ctx, queue, *sizes["tall"])
     item("square", square, ctx, queue, *sizes["square"])
-    return _summary()
+    return summary()
 
 
 if __name__ == "__main__":

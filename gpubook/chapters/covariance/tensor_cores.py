@@ -1,5 +1,5 @@
 """Chapter 6's last step, NVIDIA only: S = XcᵀXc on the TF32 tensor cores
-(gpubook.tensor, kernels/tensor/xtx_tf32.cl), run on the chapter's own centred,
+(gpubook.tf32, kernels/tensor/xtx_tf32.cl), run on the chapter's own centred,
 padded data and finished by its own kernel, so that C is checked and timed as
 every other step is; and the figure of the 3xTF32 split.
 
@@ -12,13 +12,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from ... import tensor
+from ... import launch, tensor, tf32
+from ...device import fp64_missing, has_fp64
 from ...kernels import KernelBuildError
 from ...launch import LaunchError
 from ... import xtx
 from .incore import Covariance
 
-MODES = tuple(tensor.MODES)                              # 'tf32-raw', 'tf32', '3xtf32'
+MODES = tuple(tf32.MODES)                              # 'tf32-raw', 'tf32', '3xtf32'
 EMULATED_SHAPE = {"T": 16, "WARPS_M": 1, "WARPS_N": 1, "KC": 8}  # one warp a work-group: any device runs it
 EMULATED_MAX = (16_384, 256)                              # rows, features of the emulated check at most
 MANTISSA = {"float32": 23, "tf32": 10}                    # stored mantissa bits (the format's definition)
@@ -26,12 +27,12 @@ MANTISSA = {"float32": 23, "tf32": 10}                    # stored mantissa bits
 
 def candidate_shapes():
     """The tile shapes gpubook.tensor offers for the sweep (its one default where it offers no list)."""
-    return [dict(s) for s in (getattr(tensor, "XTX_SHAPES", None) or [tensor.XTX_SHAPE])]
+    return [dict(s) for s in (getattr(tf32, "XTX_SHAPES", None) or [tf32.XTX_SHAPE])]
 
 
 def shape_of(row):
-    """The tile shape of a sweep row (tensor.XTX_KEYS, and tensor.XTX_FLAGS where given)."""
-    return {k: row[k] for k in (*tensor.XTX_KEYS, *tensor.XTX_FLAGS) if k in row}
+    """The tile shape of a sweep row (tf32.XTX_KEYS, and tf32.XTX_FLAGS where given)."""
+    return {k: row[k] for k in (*tf32.XTX_KEYS, *tf32.XTX_FLAGS) if k in row}
 
 
 def _fastest(rows):
@@ -95,12 +96,28 @@ def run(cov, x, product):
     return cov.result()
 
 
+def why_not_here(device, emulate=False):
+    """None where step 7's kernels can build and run on this device (their warp's
+    product emulated in local memory with emulate=True), else why not, in one line.
+    Their shared source (gpubook.tensor.MMA) uses double, so fp64 comes first."""
+    if not has_fp64(device):
+        return f"{fp64_missing(device)}, which the tensor-core kernels' source ({tensor.MMA}) needs"
+    if emulate:
+        need = 32 * EMULATED_SHAPE["WARPS_M"] * EMULATED_SHAPE["WARPS_N"]
+        if launch.why_not(device, need):
+            return (f"its emulated warp needs {need} work-items per work-group, this device allows "
+                    f"{launch.device_max(device)}")
+    return None
+
+
 def products(ctx, queue, shapes, mode="3xtf32", emulate=False):
     """([(shape, XtX)] that build and launch here, [(shape, why not)] for the others)."""
+    if not has_fp64(queue.device):
+        return [], [(shape, why_not_here(queue.device)) for shape in shapes]
     built, skipped = [], []
     for shape in shapes:
         try:
-            built.append((shape, tensor.XtX(ctx, queue, mode, shape=shape, emulate=emulate)))
+            built.append((shape, tf32.XtX(ctx, queue, mode, shape=shape, emulate=emulate)))
         except (ValueError, LaunchError, KernelBuildError, tensor.TensorCoreError) as err:
             skipped.append((shape, str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__))
     return built, skipped
@@ -111,7 +128,11 @@ def mode_errors(ctx, queue, cov, x, ref, shape=None, emulate=False):
 
     On the tensor cores: the page's `cov` and data. emulate=True: the warp's
     product done in local memory, on any device, on at most EMULATED_MAX of x
-    (its own float64 reference when cut)."""
+    (its own float64 reference when cut). A ValueError naming the limit where
+    the kernels cannot run here (why_not_here)."""
+    reason = why_not_here(queue.device, emulate)
+    if reason:
+        raise ValueError(f"step 7's check cannot run here: {reason}")
     if emulate:
         rows, cols = min(x.shape[0], EMULATED_MAX[0]), min(x.shape[1], EMULATED_MAX[1])
         if (rows, cols) != x.shape:
@@ -119,7 +140,7 @@ def mode_errors(ctx, queue, cov, x, ref, shape=None, emulate=False):
             ref = xtx.reference(x)
             cov = Covariance(ctx, queue, rows, cols)
         shape = EMULATED_SHAPE
-    errors = {mode: xtx.error(run(cov, x, tensor.XtX(ctx, queue, mode, shape=shape, emulate=emulate)), ref)
+    errors = {mode: xtx.error(run(cov, x, tf32.XtX(ctx, queue, mode, shape=shape, emulate=emulate)), ref)
               for mode in MODES}
     return errors, x.shape
 
@@ -148,20 +169,20 @@ def split_rows(x):
     counted from x's leading bit: x itself, TF32 truncated (what the tensor core reads of
     a raw float), TF32 rounded (hi) and the TF32 remainder (lo)."""
     x = np.float32(x)
-    hi, lo = (float(p[0]) for p in tensor.split_tf32(np.array([x])))
+    hi, lo = (float(p[0]) for p in tf32.split_tf32(np.array([x])))
     raw = float(tensor.tf32_truncate(np.array([x]))[0])
     lead = int(np.frexp(abs(float(x)))[1]) - 1
-    tf32 = MANTISSA["tf32"] + 1
+    bits = MANTISSA["tf32"] + 1
     return [(name, significant_bits(v, lead, w), v) for name, v, w in
-            (("x, float32", float(x), MANTISSA["float32"] + 1), ("TF32 truncated", raw, tf32),
-             ("hi = tf32(x)", hi, tf32), ("lo = tf32(x − hi)", lo, tf32))]
+            (("x, float32", float(x), MANTISSA["float32"] + 1), ("TF32 truncated", raw, bits),
+             ("hi = tf32(x)", hi, bits), ("lo = tf32(x − hi)", lo, bits))]
 
 
 def product_sizes(n=20_000, seed=6):
     """Median |term| / |a b| of the four products of the split, over random float32 pairs."""
     rng = np.random.default_rng(seed)
     a, b = rng.standard_normal((2, n)).astype(np.float32)
-    (ah, al), (bh, bl) = tensor.split_tf32(a), tensor.split_tf32(b)
+    (ah, al), (bh, bl) = tf32.split_tf32(a), tf32.split_tf32(b)
     ab = np.abs(a.astype(np.float64) * b)
     terms = {"hi·hi": (ah, bh), "hi·lo": (ah, bl), "lo·hi": (al, bh), "lo·lo": (al, bl)}
     return {k: float(np.median(np.abs(p.astype(np.float64) * q) / ab)) for k, (p, q) in terms.items()}
