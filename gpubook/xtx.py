@@ -99,13 +99,25 @@ def shape(tb, wm, wn, k, stages=1, prefetch=1):
 DEFAULT_TILE = shape(64, 4, 4, 16)  # step 4's shape until a sweep picks one, where it runs
 
 
+# Tiles of 16, 8 and 4 work-items, for devices that allow fewer work-items per
+# work-group than every shape of the sweep needs (PoCL with
+# POCL_MAX_WORK_GROUP_SIZE=16): tried only where none of the candidates fits.
+SMALL_TILES = [(32, 8, 8, 16, 1, 1), (16, 4, 4, 16, 1, 1), (16, 4, 8, 16, 1, 1), (16, 8, 8, 16, 1, 1)]
+
+
 def tile_shapes(device, candidates=SWEEP):
-    """(the register-tile shapes this device can run for S, [(shape, reason)] for the others)."""
+    """(the register-tile shapes this device can run for S, [(shape, reason)] for the
+    others). Where none of the candidates fits, the first of SMALL_TILES that does."""
     shapes = [shape(*c) for c in candidates]
     padded = [s for s in shapes if not (COL_PAD % s["TM"] or ROW_PAD % s["K"])]
     ok, skipped = tiles.feasible(device, padded, np.float32)
     pad = f"the tile must divide the padding ({COL_PAD} columns, {ROW_PAD} rows)"
-    return ok, [(s, pad) for s in shapes if s not in padded] + skipped
+    skipped = [(s, pad) for s in shapes if s not in padded] + skipped
+    if not ok:
+        small, _ = tiles.feasible(device, [shape(*c) for c in SMALL_TILES if shape(*c) not in shapes],
+                                  np.float32)
+        ok = small[:1]
+    return ok, skipped
 
 
 def runnable_tile(ctx, device, preferred=()):

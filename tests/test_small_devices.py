@@ -59,3 +59,71 @@ def test_cholqr2_runs_where_the_device_allows_few_work_items(most):
         print(cq.method, tsqr.gram_error(r, a) < 1e-12)
     """)
     assert out.split()[-2:] == ["CholeskyQR2", "True"] or out.strip() == "no fp64"
+
+
+# --- chapter 6: register tiles, local tiles, mean and centring, tensor cores ---------------
+
+from gpubook.chapters import covariance as cv                       # noqa: E402
+from gpubook.chapters.covariance import incore, tensor_cores as ct  # noqa: E402
+
+
+def small_device(most, fp64=True):
+    return SimpleNamespace(max_work_group_size=most, local_mem_size=64 * 1024, name="small",
+                           double_fp_config=int(fp64), extensions="cl_khr_fp64" if fp64 else "")
+
+
+def test_register_tiles_of_the_sweep_at_32_and_a_small_one_at_16():
+    at32, _ = cv.tile_shapes(small_device(32))
+    assert at32 and all(gb.tiles.work_items(s) <= 32 for s in at32)
+    assert all(s in [cv.shape(*c) for c in cv.SWEEP] for s in at32)       # the sweep's own shapes
+    at16, skipped = cv.tile_shapes(small_device(16))
+    assert len(at16) == 1 and gb.tiles.work_items(at16[0]) <= 16
+    assert len(skipped) == len(cv.SWEEP)                                  # each sweep shape says why
+
+
+def test_local_tiles_follow_the_built_kernels_limit(monkeypatch):
+    device, ctx, _, _, _ = gb.open_device()
+    real = gb.launch.kernel_max
+    monkeypatch.setattr(gb.launch, "kernel_max", lambda k, d: min(32, real(k, d)))
+    _, t = incore.local_tiles_kernel(ctx, device)
+    assert t * t <= 32
+
+
+def test_mean_and_centring_run_where_no_register_tile_does(monkeypatch):
+    def none_fits(ctx, device, preferred=()):
+        raise gb.TileError("no register tile fits (test)")
+    monkeypatch.setattr(incore, "runnable_tile", none_fits)
+    device, ctx, queue, _, _ = gb.open_device()
+    data = cv.make_data(100, 40, seed=3)
+    cov = cv.Covariance(ctx, queue, 100, 40)
+    cov.upload(data.x)
+    cov.mean()
+    cov.centre()
+    assert abs(cov.mean_vector() - data.x.mean(axis=0)).max() < 1e-4
+    assert cov.tile is None
+    cov.covariance_events("symmetric")
+    cv.check(cov.result(), cv.reference(data.x), 1e-4)
+    with pytest.raises(gb.TileError, match="no register tile fits"):
+        cov.products("register_tiles")
+
+
+def test_tensor_step_checks_fp64_and_the_warp_first():
+    assert "no fp64 support" in ct.why_not_here(small_device(1024, fp64=False), emulate=True)
+    assert "32 work-items per work-group, this device allows 16" in ct.why_not_here(small_device(16), True)
+    assert ct.why_not_here(small_device(32), emulate=True) is None
+    built, skipped = ct.products(None, SimpleNamespace(device=small_device(1024, fp64=False)), [{"T": 16}])
+    assert not built and "no fp64 support" in skipped[0][1]
+
+
+@needs_pocl
+def test_covariance_chapter_steps_run_at_16():
+    out = run_small(16, """
+        import gpubook as gb
+        from gpubook.chapters import covariance as cv
+        device, ctx, queue, _, _ = gb.open_device()
+        data = cv.make_data(100, 40, seed=3)
+        for step in cv.STEPS:
+            cv.check(cv.Covariance(ctx, queue, 100, 40).run(data.x, step), cv.reference(data.x), 1e-4)
+        print("ok")
+    """)
+    assert out.strip() == "ok"

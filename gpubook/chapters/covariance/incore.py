@@ -55,11 +55,19 @@ CHANGES = one_change_pairs()
 
 def local_tiles_kernel(ctx, device, sides=(LOCAL_T, 8, 4)):
     """Step 3's kernel and its tile T: the first of `sides` (by default LOCAL_T, 8, 4) whose
-    T x T work-group and two T x (T + 1) local tiles this device and the built kernel allow."""
-    t = launch.square_side(device, sides, lambda t: 2 * 4 * t * (t + 1))
-    k = kernel(ctx, "covariance/local_tiles.cl", "local_tiles", {"T": t})
-    launch.check(device, t * t, kern=k)
-    return k, t
+    T x T work-group and two T x (T + 1) local tiles this device and the built kernel allow
+    (the built kernel's CL_KERNEL_WORK_GROUP_SIZE may be below the device's maximum)."""
+    local_bytes = lambda t: 2 * 4 * t * (t + 1)  # noqa: E731
+    reasons = []
+    for t in sides:
+        reason = launch.why_not(device, t * t, local_bytes(t))
+        if reason is None:
+            k = kernel(ctx, "covariance/local_tiles.cl", "local_tiles", {"T": t})
+            reason = launch.why_not(device, t * t, local_bytes(t), kern=k)
+            if reason is None:
+                return k, t
+        reasons.append(f"T = {t}: {reason}")
+    raise launch.LaunchError("step 3 runs no tile here: " + "; ".join(reasons))
 
 
 def local_bound_gflops(local_gbs):
@@ -115,7 +123,11 @@ class Covariance:
         zeros = np.zeros(n, np.float32)
         self.zeros = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=zeros)
         self.d = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=zeros)
-        self.tile = runnable_tile(ctx, self.device)
+        # step 4's tile; where none runs, steps 1-3 still do and step 4 says why not
+        try:
+            self.tile, self.tile_error = runnable_tile(ctx, self.device), None
+        except tiles.TileError as err:
+            self.tile, self.tile_error = None, err
 
     def upload(self, x):
         if x.shape != (self.m, self.n) or x.dtype != np.float32:
@@ -149,7 +161,7 @@ class Covariance:
             k, t = local_tiles_kernel(self.ctx, self.device, *([(tile,)] if isinstance(tile, int) else []))
             return k, (t, t)
         if step == "register_tiles":
-            tile = tile or self.tile
+            tile = tile or self._tile()
             k = tiles.launch_kernel(self.ctx, self.device, tile, np.float32, triangle=True, aligned=True,
                                     extra=extra)
             return k, (tiles.work_items(tile), 1)
@@ -170,8 +182,14 @@ class Covariance:
                      np.int32(0))
         if step == "register_tiles":
             return launch_tiles(self.queue, self.xc, self.xc, self.s, self.mp, self.np_, self.np_,
-                                self.np_, tile or self.tile, extra=extra)
+                                self.np_, tile or self._tile(), extra=extra)
         raise ValueError(f"unknown step {step!r}; use one of {', '.join(STEPS)}")
+
+    def _tile(self):
+        """Step 4's tile, or the TileError that says why none runs here."""
+        if self.tile is None:
+            raise tiles.TileError(str(self.tile_error))
+        return self.tile
 
     def finish(self, d=None):
         """C = S / m - d dᵀ (d: a device buffer, zeros by default), mirrored, n x n."""
