@@ -1,5 +1,5 @@
 """Chapter 6's last step, NVIDIA only: S = XcᵀXc on the TF32 tensor cores
-(gpubook.tensor, kernels/tensor/xtx_tf32.cl), run on the chapter's own centred,
+(gpubook.tf32, kernels/tensor/xtx_tf32.cl), run on the chapter's own centred,
 padded data and finished by its own kernel, so that C is checked and timed as
 every other step is; and the figure of the 3xTF32 split.
 
@@ -12,14 +12,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from ... import launch, tensor
+from ... import launch, tensor, tf32
 from ...device import fp64_missing, has_fp64
 from ...kernels import KernelBuildError
 from ...launch import LaunchError
 from ... import xtx
 from .incore import Covariance
 
-MODES = tuple(tensor.MODES)                              # 'tf32-raw', 'tf32', '3xtf32'
+MODES = tuple(tf32.MODES)                              # 'tf32-raw', 'tf32', '3xtf32'
 EMULATED_SHAPE = {"T": 16, "WARPS_M": 1, "WARPS_N": 1, "KC": 8}  # one warp a work-group: any device runs it
 EMULATED_MAX = (16_384, 256)                              # rows, features of the emulated check at most
 MANTISSA = {"float32": 23, "tf32": 10}                    # stored mantissa bits (the format's definition)
@@ -27,12 +27,12 @@ MANTISSA = {"float32": 23, "tf32": 10}                    # stored mantissa bits
 
 def candidate_shapes():
     """The tile shapes gpubook.tensor offers for the sweep (its one default where it offers no list)."""
-    return [dict(s) for s in (getattr(tensor, "XTX_SHAPES", None) or [tensor.XTX_SHAPE])]
+    return [dict(s) for s in (getattr(tf32, "XTX_SHAPES", None) or [tf32.XTX_SHAPE])]
 
 
 def shape_of(row):
-    """The tile shape of a sweep row (tensor.XTX_KEYS, and tensor.XTX_FLAGS where given)."""
-    return {k: row[k] for k in (*tensor.XTX_KEYS, *tensor.XTX_FLAGS) if k in row}
+    """The tile shape of a sweep row (tf32.XTX_KEYS, and tf32.XTX_FLAGS where given)."""
+    return {k: row[k] for k in (*tf32.XTX_KEYS, *tf32.XTX_FLAGS) if k in row}
 
 
 def _fastest(rows):
@@ -117,7 +117,7 @@ def products(ctx, queue, shapes, mode="3xtf32", emulate=False):
     built, skipped = [], []
     for shape in shapes:
         try:
-            built.append((shape, tensor.XtX(ctx, queue, mode, shape=shape, emulate=emulate)))
+            built.append((shape, tf32.XtX(ctx, queue, mode, shape=shape, emulate=emulate)))
         except (ValueError, LaunchError, KernelBuildError, tensor.TensorCoreError) as err:
             skipped.append((shape, str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__))
     return built, skipped
@@ -140,7 +140,7 @@ def mode_errors(ctx, queue, cov, x, ref, shape=None, emulate=False):
             ref = xtx.reference(x)
             cov = Covariance(ctx, queue, rows, cols)
         shape = EMULATED_SHAPE
-    errors = {mode: xtx.error(run(cov, x, tensor.XtX(ctx, queue, mode, shape=shape, emulate=emulate)), ref)
+    errors = {mode: xtx.error(run(cov, x, tf32.XtX(ctx, queue, mode, shape=shape, emulate=emulate)), ref)
               for mode in MODES}
     return errors, x.shape
 
@@ -169,20 +169,20 @@ def split_rows(x):
     counted from x's leading bit: x itself, TF32 truncated (what the tensor core reads of
     a raw float), TF32 rounded (hi) and the TF32 remainder (lo)."""
     x = np.float32(x)
-    hi, lo = (float(p[0]) for p in tensor.split_tf32(np.array([x])))
+    hi, lo = (float(p[0]) for p in tf32.split_tf32(np.array([x])))
     raw = float(tensor.tf32_truncate(np.array([x]))[0])
     lead = int(np.frexp(abs(float(x)))[1]) - 1
-    tf32 = MANTISSA["tf32"] + 1
+    bits = MANTISSA["tf32"] + 1
     return [(name, significant_bits(v, lead, w), v) for name, v, w in
-            (("x, float32", float(x), MANTISSA["float32"] + 1), ("TF32 truncated", raw, tf32),
-             ("hi = tf32(x)", hi, tf32), ("lo = tf32(x − hi)", lo, tf32))]
+            (("x, float32", float(x), MANTISSA["float32"] + 1), ("TF32 truncated", raw, bits),
+             ("hi = tf32(x)", hi, bits), ("lo = tf32(x − hi)", lo, bits))]
 
 
 def product_sizes(n=20_000, seed=6):
     """Median |term| / |a b| of the four products of the split, over random float32 pairs."""
     rng = np.random.default_rng(seed)
     a, b = rng.standard_normal((2, n)).astype(np.float32)
-    (ah, al), (bh, bl) = tensor.split_tf32(a), tensor.split_tf32(b)
+    (ah, al), (bh, bl) = tf32.split_tf32(a), tf32.split_tf32(b)
     ab = np.abs(a.astype(np.float64) * b)
     terms = {"hi·hi": (ah, bh), "hi·lo": (ah, bl), "lo·hi": (al, bh), "lo·lo": (al, bl)}
     return {k: float(np.median(np.abs(p.astype(np.float64) * q) / ab)) for k, (p, q) in terms.items()}
