@@ -127,3 +127,29 @@ def test_covariance_chapter_steps_run_at_16():
         print("ok")
     """)
     assert out.strip() == "ok"
+
+
+# --- chapter 8 at 16 work-items: step 2's work-group, step 3's panels ---------------------
+
+@needs_pocl
+def test_lsq_steps_2_and_3_fit_16_work_items():
+    out = run_small(16, """
+        import gpubook as gb
+        from gpubook.chapters import lsq
+        device, ctx, queue, _, _ = gb.open_device()
+        if not gb.has_fp64(device):
+            print("no fp64"); raise SystemExit
+        groups, skipped = lsq.row_group_sizes(ctx, queue, [8, 40])
+        widths, too_wide = lsq.panel_widths(ctx, queue, [8, 16, 20, 32], n=40)
+        x, y = lsq.make_problem(200, 40, seed=2)
+        f = lsq.BlockedQR(ctx, queue, 40).add(x, y).factor()     # the default panel fits
+        g = lsq.Includ(ctx, queue, 40, "2_row_group", wg=groups[0]).run(x, y)
+        print(groups, [w for w, _ in skipped], widths, [w for w, _ in too_wide],
+              lsq.factor_error(f, x) < 1e-12, lsq.factor_error(g, x) < 1e-12)
+        print(too_wide[0][1])
+    """)
+    if out.strip() == "no fp64":
+        return
+    first, reason = out.strip().splitlines()
+    assert first == "[16] [32, 128, 256, 1024] [8, 16] [20, 32] True True"
+    assert "need work-groups of 20 work-items" in reason and "allows 16" in reason

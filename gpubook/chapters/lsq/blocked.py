@@ -33,13 +33,18 @@ class BlockedQR:
     over all the device's compute units (kernels/lsq/3_blocked.cl).
 
     R is kept with its diagonal (n x (n+1), the response as column n), the
-    residual sum of squares in sserr. nb: panel width; block_rows: rows per block."""
+    residual sum of squares in sserr. nb: panel width (a panel's work-group has nb
+    work-items; by default NB, or the largest power of two below it that the device
+    allows); block_rows: rows per block."""
 
     WGS, RPI, TN, QL, RL, RT, KC = 128, 1, 32, 4, 8, 64, 512
+    NB = 32
 
-    def __init__(self, ctx, queue, n, nb=32, block_rows=32768):
+    def __init__(self, ctx, queue, n, nb=None, block_rows=32768):
         device = queue.device
         require_fp64(device)
+        if nb is None:
+            nb = launch.largest(device, self.NB)
         if n < 1 or nb < 1 or block_rows < 1:
             raise ValueError("n, nb and block_rows must be positive")
         self.ctx, self.queue, self.n, self.nb, self.ld = ctx, queue, n, int(nb), n + 1

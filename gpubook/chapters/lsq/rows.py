@@ -279,7 +279,9 @@ def includ_flops(n):
 
 def row_group_sizes(ctx, queue, ns, candidates=(32, 128, 256, 1024)):
     """(step 2's work-group sizes that this device and the built kernel run for every n
-    of `ns`, [(size, reason)] for the others): the sweep skips those with the reason."""
+    of `ns`, [(size, reason)] for the others): the sweep skips those with the reason.
+    Where none of the candidates runs (a device of 16 work-items per work-group), the
+    largest power of two below them that does."""
     ok, skipped = [], []
     for wg in candidates:
         try:
@@ -288,6 +290,27 @@ def row_group_sizes(ctx, queue, ns, candidates=(32, 128, 256, 1024)):
             ok.append(wg)
         except ValueError as err:  # launch.LaunchError included
             skipped.append((wg, str(err)))
+    wg = min(candidates) // 2
+    while not ok and wg >= 1:
+        try:
+            for n in ns:
+                Includ(ctx, queue, n, "2_row_group", wg=wg)
+            ok.append(wg)
+        except ValueError:
+            wg //= 2
+    return ok, skipped
+
+
+def panel_widths(ctx, queue, widths, n=None):
+    """(the panel widths of step 3 that this device and its built kernels run for n
+    columns (by default the widest), [(width, reason)] for the others)."""
+    ok, skipped = [], []
+    for nb in widths:
+        try:
+            blocked_qr.BlockedQR(ctx, queue, n or max(widths), nb=nb, block_rows=64)
+            ok.append(nb)
+        except ValueError as err:  # launch.LaunchError included
+            skipped.append((nb, str(err)))
     return ok, skipped
 
 
