@@ -153,3 +153,17 @@ def test_lsq_steps_2_and_3_fit_16_work_items():
     first, reason = out.strip().splitlines()
     assert first == "[16] [32, 128, 256, 1024] [8, 16] [20, 32] True True"
     assert "need work-groups of 20 work-items" in reason and "allows 16" in reason
+
+
+@needs_pocl
+def test_multi_device_subset_search_runs_at_16():
+    out = run_small(16, """
+        import gpubook as gb
+        from gpubook.chapters.multi import subsets
+        device, ctx, _, _, _ = gb.open_device()
+        if not gb.has_fp64(device):
+            print("no fp64"); raise SystemExit
+        _, wg = subsets._subset_kernel(ctx, device, 2, 10)
+        print(wg)
+    """)
+    assert out.strip() in ("16", "no fp64")

@@ -26,16 +26,16 @@ def subset_problem(m, p, planted, noise=1.0, seed=10):
 
 
 def _subset_kernel(ctx, device, k, p):
-    """subset_best for k of p with the largest work-group (256 down to 32) that
-    the built kernel can run on this device."""
-    for wg in (256, 128, 64, 32):
+    """subset_best for k of p with the largest work-group (256 down to 1, a power
+    of two) that the built kernel can run on this device. Below 32 work-items a
+    device returns more partial results, but the search still runs."""
+    for wg in (256, 128, 64, 32, 16, 8, 4, 2, 1):
         if launch.why_not(device, wg, 16 * wg):
             continue
         knl = kernel(ctx, "lsq/4_subsets.cl", "subset_best", {"K": k, "P": p, "WG": wg})
         if launch.why_not(device, wg, kern=knl) is None:
             return knl, wg
-    raise ValueError(f"{device.name.strip()} cannot run subset_best for k = {k} with a work-group "
-                     "of 32 or more work-items")
+    raise ValueError(f"{device.name.strip()} cannot run subset_best for k = {k} with any work-group")
 
 
 class Subsets:
