@@ -167,3 +167,15 @@ def test_multi_device_subset_search_runs_at_16():
         print(wg)
     """)
     assert out.strip() in ("16", "no fp64")
+
+
+@needs_pocl
+def test_transpose_warp_trace_at_16_work_items():
+    out = run_small(16, """
+        import numpy as np, gpubook as gb
+        from gpubook.chapters.transpose import figures as tf
+        device, ctx, queue, _, _ = gb.open_device()
+        print(all(np.array_equal(tf.traced_bytes(ctx, queue, v, 16), tf.predicted_bytes(v, 16))
+                  for v in tf.KERNELS))
+    """)
+    assert out.strip() == "True"

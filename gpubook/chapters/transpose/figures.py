@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from ... import trace
+from ... import launch, trace
 from ...plot import IDLE, new_figure
 from .steps import EXAMPLE_MULTIPLE, padded
 
@@ -45,8 +45,9 @@ def predicted_bytes(variant, kp, warp=32, step=0):
 
 def traced_bytes(ctx, queue, variant, kp, warp=32, step=0):
     """The byte offsets the first warp's work-items read at loop step `step`,
-    traced on the device: one work-group of `warp` work-items, one warp's worth
-    of examples (zeros: only the addresses matter)."""
+    traced on the device: `warp` work-items, one warp's worth of examples (zeros:
+    only the addresses matter), in one work-group where the device allows it,
+    else in several (the kernels index by global id: the addresses are the same)."""
     path, name, width = _variant(variant)
     if kp % 8:
         raise ValueError(f"kp = {kp} must be a multiple of 8 (use transpose.padded)")
@@ -58,7 +59,8 @@ def traced_bytes(ctx, queue, variant, kp, warp=32, step=0):
     else:
         args = [np.zeros(warp * kp, np.float32), np.zeros(warp, np.float32),
                 np.zeros(kp, np.float32), np.zeros(warp, np.float32), np.int32(warp)]
-    tr = trace.run(ctx, queue, f"transpose/{path}", name, warp, warp, args, {"KP": kp},
+    local = launch.largest(queue.device, warp)
+    tr = trace.run(ctx, queue, f"transpose/{path}", name, warp, local, args, {"KP": kp},
                    events=step + 1).select(step=step)
     if sorted(tr.item.tolist()) != list(range(warp)):
         raise RuntimeError(f"the trace of {name} holds work-items {sorted(tr.item.tolist())}, "
