@@ -8,6 +8,8 @@ import sys
 import textwrap
 from types import SimpleNamespace
 
+import numpy as np
+import pyopencl as cl
 import pytest
 
 import gpubook as gb
@@ -179,3 +181,29 @@ def test_transpose_warp_trace_at_16_work_items():
                   for v in tf.KERNELS))
     """)
     assert out.strip() == "True"
+
+
+# --- chapter 7: steps 1-2 on a small device; the labels as a NumPy array ----------------
+
+from gpubook.chapters import scan as sc  # noqa: E402
+
+
+def test_list_sizes_keep_the_candidates_or_add_what_fits():
+    assert sc.list_sizes(small_device(1024)) == (32, 64, 128, 256, 512, 1024)
+    assert sc.list_sizes(small_device(16)) == (32, 64, 128, 256, 512, 1024, 16)
+
+
+def test_list_fitness_takes_a_numpy_array_or_says_what_it_wants():
+    _, ctx, queue, _, _ = gb.open_device()
+    rng = np.random.default_rng(7)
+    labels = rng.integers(0, 2, 1000).astype(np.int32)
+    ref = sc.fitness_reference(-np.arange(1000, dtype=np.float64), labels)
+    lf = sc.ListFitness(ctx, queue, sc.LIST_STEPS[1], wg=gb.launch.largest(queue.device, 64))
+    device_copy = cl.Buffer(ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=labels)
+    assert abs(lf.fitness(device_copy, 1000) - ref) < 1e-12
+    assert abs(lf.fitness(labels, 1000) - ref) < 1e-12                  # copied to the device
+    assert abs(lf.fitness(labels.astype(np.int64), 1000) - ref) < 1e-12
+    with pytest.raises(ValueError, match="at least n = 1,000 integer labels"):
+        lf.fitness(labels[:10], 1000)
+    with pytest.raises(TypeError, match="device buffer or a NumPy array"):
+        lf.fitness(list(labels), 1000)

@@ -1,6 +1,6 @@
 """Chapter 7: prefix sums for an ROC fitness."""
 from .steps import (LIST_STEPS, DEVICE_STEPS, WG_SCAN, TILE_IO, check_inputs, order, fitness_reference, roc,
                     auc, fitness_from_sum, make_population, ShuffleUnavailable, shuffle_unavailable, build,
-                    list_local_bytes, ListFitness, scan_local_bytes, scan_shapes, DeviceScan, Population,
-                    check_prefix)  # noqa: F401
+                    list_local_bytes, ListFitness, list_sizes, scan_local_bytes, scan_shapes, DeviceScan,
+                    Population, check_prefix)  # noqa: F401
 from . import figures, steps  # noqa: F401

@@ -143,12 +143,30 @@ class ListFitness:
         name = "fitness_hs" if step == "1_hillis_steele" else "fitness_we"
         self.kernel, = build(ctx, queue.device, (WG_SCAN, f"scan/{step}.cl"), [name], defines, shuffle)
         _check_wg(queue.device, wg, 0, self.kernel)
-        self.queue, self.wg = queue, wg
+        self.ctx, self.queue, self.wg = ctx, queue, wg
         self.out = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16)
 
+    def _on_device(self, sorted_labels, n):
+        """A device buffer of the labels: a buffer (or pyopencl array) as it is, a
+        NumPy array of integer labels copied to a new one."""
+        if isinstance(sorted_labels, np.ndarray):
+            a = np.asarray(sorted_labels)
+            if a.ndim != 1 or len(a) < n or not np.issubdtype(a.dtype, np.integer):
+                raise ValueError(f"expected at least n = {n:,} integer labels in one dimension, "
+                                 f"got {a.dtype} of shape {a.shape}")
+            return cl.Buffer(self.ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                             hostbuf=np.ascontiguousarray(a[:n], np.int32))
+        data = getattr(sorted_labels, "data", sorted_labels)        # a pyopencl.array.Array
+        if not isinstance(data, cl.MemoryObjectHolder):
+            raise TypeError("expected the sorted labels as a device buffer or a NumPy array of int32, "
+                            f"got {type(sorted_labels).__name__}")
+        return data
+
     def enqueue(self, sorted_labels, n):
-        """sorted_labels: a device buffer of n int32 labels in fitness order."""
-        return self.kernel(self.queue, (self.wg,), (self.wg,), sorted_labels, np.int32(n), self.out)
+        """sorted_labels: n int32 labels in fitness order, a device buffer (a
+        NumPy array is copied to the device first)."""
+        buf = self._on_device(sorted_labels, n)
+        return self.kernel(self.queue, (self.wg,), (self.wg,), buf, np.int32(n), self.out)
 
     def fitness(self, sorted_labels, n):
         self.enqueue(sorted_labels, n)
@@ -158,6 +176,14 @@ class ListFitness:
         if positives in (0, n):
             raise ValueError("all examples are of one class: the fitness is undefined")
         return fitness_from_sum(float(out[0]), positives, n)
+
+
+def list_sizes(device, candidates=(32, 64, 128, 256, 512, 1024)):
+    """The work-group sizes steps 1-2 try: the candidates, and where the device
+    runs none of them, the largest power of two below them that it does."""
+    if any(launch.why_not(device, wg) is None for wg in candidates):
+        return tuple(candidates)
+    return (*candidates, launch.largest(device, min(candidates) // 2))
 
 
 def scan_local_bytes(wg, items, look=32, stage=True):
