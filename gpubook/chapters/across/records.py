@@ -172,12 +172,21 @@ def present(results):
     return [c for c in CHAPTERS if any(c.file in r for r in results.values())]
 
 
+def at_full_scale(records, file="00_device"):
+    """Whether a device's record of `file` ran at full scale: a small-scale run (the
+    default on a CPU) is too short to reach the device's limits, so no share is taken
+    of limits measured there."""
+    entry = records.get(file)
+    return bool(entry) and entry.get("scale") == "full"
+
+
 def steps(chapter, records):
-    """[(step, figure, share of the device's limit or None)]; [] when not recorded."""
+    """[(step, figure, share of the device's limit or None)]; [] when not recorded.
+    No share where the chapter ran at small scale: its limits were not reached."""
     entry = records.get(chapter.file)
     if entry is None:
         return []
-    lim = limits(records)
+    lim = limits(records) if at_full_scale(records, chapter.file) else None
     bound = chapter.limit.of(lim, entry["data"]) if chapter.limit and lim else None
     return [(s, v, v / bound if bound else None) for s, v in chapter.steps(entry["data"])]
 
