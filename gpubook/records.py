@@ -55,13 +55,27 @@ def record(chapter, device, scale, data, root=None, force=False):
     return path
 
 
+def display_name(name):
+    """A device's name as the pages print it: PoCL's CPU names carry LLVM's target
+    first ('cpu-skylake-avx512-Intel(R) Xeon(R) Processor' becomes 'Intel Xeon
+    Processor (PoCL, skylake-avx512)'), and trademark marks are dropped."""
+    name = re.sub(r"\((R|TM|r|tm)\)", "", name.strip())
+    found = re.fullmatch(r"cpu-([a-z0-9_.]+(?:-(?:avx512|avx2|v[234]))?)-(.+)", name)
+    if found:
+        name = f"{found.group(2).strip()} (PoCL, {found.group(1)})"
+    return re.sub(r"\s+", " ", name).strip()
+
+
 def load_results(chapter, root=None):
-    """Every recorded run of a chapter: {device slug: entry}."""
+    """Every recorded run of a chapter: {device slug: entry}, each entry's device
+    named as the pages print it (display_name)."""
     root = RESULTS if root is None else root
     found = {}
     for path in sorted(root.glob(f"*/{chapter}.json")):
         if path.parent.name != "reference":  # the reference run's digests, not a device
-            found[path.parent.name] = json.loads(path.read_text())
+            entry = found[path.parent.name] = json.loads(path.read_text())
+            if "device" in entry:
+                entry["device"] = display_name(entry["device"])
     return found
 
 
