@@ -10,7 +10,7 @@ from .device import (DeviceChoiceError, chapter_needs_fp64, check_work_group, ch
 from . import launch
 from .claims import claim
 from .host import host_baseline
-from .kernels import KernelBuildError, build, kernel, show_kernel
+from .kernels import KernelBuildError, build, kernel, show_diff, show_kernel
 from .launch import LaunchError
 from .limits import copy_gbs, fp32_gflops, fp64_gflops, h2d_gbs
 from .plot import plot_sweep, plot_time_bars
@@ -25,7 +25,7 @@ __all__ = [
     "DeviceChoiceError", "chapter_needs_fp64", "check_work_group", "choose_device", "device_kind",
     "device_summary", "has_fp64", "list_devices", "make_queue", "open_device", "pinned_empty",
     "require_fp64",
-    "KernelBuildError", "build", "kernel", "show_kernel", "LaunchError", "launch",
+    "KernelBuildError", "build", "kernel", "show_diff", "show_kernel", "LaunchError", "launch",
     "copy_gbs", "fp32_gflops", "fp64_gflops", "h2d_gbs",
     "plot_sweep", "plot_time_bars", "TileError", "tile_label",
     "device_slug", "load_results", "other_devices", "record", "recorded_limits",

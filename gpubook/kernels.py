@@ -123,3 +123,24 @@ def show_kernel(path, start=None, end=None):
         lines = lines[first:last + 1]
     body = "\n".join(lines)
     return Markdown(f"`kernels/{path}`\n\n```c\n{body}\n```")
+
+
+def kernel_diff(old, new, context=3):
+    """The unified diff of kernels/<old> against kernels/<new> (text), with the
+    files' names as its header; '' when they are the same."""
+    import difflib
+
+    a, b = source(old).splitlines(), source(new).splitlines()
+    return "\n".join(difflib.unified_diff(a, b, f"kernels/{old}", f"kernels/{new}", n=context, lineterm=""))
+
+
+def show_diff(old, new, context=3):
+    """Display what changed from one step's kernel to the next, as a highlighted
+    diff (the page shows the change first; the whole kernel follows, collapsed)."""
+    from IPython.display import Markdown
+
+    text = kernel_diff(old, new, context)
+    if not text:
+        return Markdown(f"`kernels/{new}` is the same source as `kernels/{old}`: the step changes only "
+                        "its build options or launch.")
+    return Markdown(f"What changed from `kernels/{old}` to `kernels/{new}`:\n\n```diff\n{text}\n```")

@@ -53,3 +53,17 @@ def test_show_kernel_renders_the_file(kernel_dir):
     (kernel_dir / "s.cl").write_text("// head\n__kernel void a() {\n}\n// tail\n")
     md = gb.show_kernel("t/s.cl", start="__kernel", end="}").data
     assert "```c" in md and "__kernel void a()" in md and "tail" not in md
+
+
+def test_show_diff_shows_what_changed_between_two_steps():
+    import gpubook as gb
+    from gpubook.kernels import kernel_diff
+
+    text = kernel_diff("reduction/1_interleaved.cl", "reduction/2_sequential.cl")
+    assert text.startswith("--- kernels/reduction/1_interleaved.cl\n+++ kernels/reduction/2_sequential.cl")
+    assert any(l.startswith("-") and not l.startswith("---") for l in text.splitlines())
+    assert any(l.startswith("+") and not l.startswith("+++") for l in text.splitlines())
+    shown = gb.show_diff("reduction/1_interleaved.cl", "reduction/2_sequential.cl").data
+    assert "```diff" in shown and text in shown
+    same = gb.show_diff("reduction/1_interleaved.cl", "reduction/1_interleaved.cl").data
+    assert "same source" in same and "```" not in same
