@@ -13,7 +13,8 @@ from ... import launch
 from ...kernels import kernel
 from ...stream import Stream, blocks
 from ...timeline import spans
-from .lanes import Work, combine, in_threads, check_rows
+from .lanes import THREADS, Work, in_threads, check_rows
+from .sums import Sum
 
 
 def stream_blocks(stream, work, worker, read):
@@ -32,20 +33,37 @@ def stream_blocks(stream, work, worker, read):
 class Covariance:
     """Chapter 6's streamed covariance over several devices: one `Stream` per
     device, row blocks taken from a shared queue, partial sums against one shift
-    added on the host in float64."""
+    added on the host in float64 (`sums.Sum`), each as soon as its device is done
+    (overlap) or all after the last one (overlap=False)."""
 
-    def __init__(self, lanes, n, budget, tile, m=None):
-        self.lanes, self.n = lanes, n
+    def __init__(self, lanes, n, budget, tile, m=None, triangle=False):
+        self.lanes, self.n, self.triangle = lanes, n, triangle
         self.streams = [Stream(lane.ctx, lane.device, n, budget, tile, m) for lane in lanes]
         self.rows = self.streams[0].rows
-        self.out = None  # C, reused from run to run
+        self.sum = None  # the host's float64 sum, its matrix reused from run to run
 
-    def run(self, x, count=None, read=None):
+    @property
+    def out(self):
+        return None if self.sum is None else self.sum.out
+
+    def _total(self):
+        if self.sum is None or self.sum.triangle != self.triangle:
+            out = self.out
+            if self.sum is not None:
+                self.sum.close()
+            self.sum = Sum(self.n, THREADS, self.triangle, out)
+        self.sum.start()
+        return self.sum
+
+    def run(self, x, count=None, read=None, overlap=True):
         """C (float64, in an array the next run reuses) of the m x n float32
         host array x on the first `count` devices. `read(device index, first row, rows, slot)` may supply the blocks
         instead of slices of x (x then gives only the shape and the shift).
-        Afterwards: `seconds` (wall time from start to C on the host), `taken`
-        (the blocks each device took), `timeline()`."""
+        A device that fails (a build, an out-of-memory error) gives its blocks
+        back to the queue and the others take them; `failed` says which and why.
+        Afterwards: `seconds` (wall time from start to C on the host),
+        `host_seconds` (from the last device's read-back to C: the serial part),
+        `taken` (the blocks each device took), `timeline()`."""
         m, n = x.shape
         if n != self.n or x.dtype != np.float32:
             raise ValueError(f"expected float32 data with {self.n} columns, got {x.dtype} {x.shape}")
@@ -54,23 +72,42 @@ class Covariance:
             raise ValueError(f"count must be 1 to {len(self.lanes)}, not {count}")
         work = Work(blocks(m, self.rows))
         shift = np.array(x[0], np.float32)
+        total, self.failed, done = self._total(), {}, {}
         t0 = time.perf_counter_ns()
 
         def drive(k):
             stream = self.streams[k]
-            stream.begin(shift)
-            stream_blocks(stream, work, k, (lambda i0, rows, slot: x[i0:i0 + rows]) if read is None
-                          else (lambda i0, rows, slot: read(k, i0, rows, slot)))
-            return stream.totals()
+            try:
+                stream.begin(shift)
+                stream_blocks(stream, work, k, (lambda i0, rows, slot: x[i0:i0 + rows]) if read is None
+                              else (lambda i0, rows, slot: read(k, i0, rows, slot)))
+                s, col = stream.totals()
+            except Exception as err:  # noqa: BLE001 - any failure of this device: the others take its blocks
+                work.give_back(k)
+                self.failed[k] = f"{type(err).__name__}: {err}"
+                return None
+            done[k] = stream.readback_ns
+            if not overlap:
+                return k, s, col
+            total.add(s, col, "float64 add")
+            return None
 
-        parts = in_threads(drive, count)
-        host_start = time.perf_counter_ns()
-        if self.out is None:
-            self.out = np.empty((n, n))
-        c = combine(parts, m, out=self.out)
+        alive = list(range(count))
+        while True:
+            for part in in_threads(lambda i: drive(alive[i]), len(alive)):
+                if part is not None:  # overlap=False: every partial once this round's devices are done
+                    total.add(part[1], part[2], "float64 add")
+            alive = [k for k in alive if k not in self.failed]
+            if not work.left():
+                break
+            if not alive:
+                raise RuntimeError("every device failed: " + "; ".join(f"{self.lanes[k].name} ({k}): {why}"
+                                                                        for k, why in self.failed.items()))
+        last = max(done.values())
+        c = total.finish(m)
         end = time.perf_counter_ns()
-        self.seconds, self.host_seconds = (end - t0) * 1e-9, (end - host_start) * 1e-9
-        self.taken, self.count, self._clock = work.by_worker(count), count, (t0, host_start, end)
+        self.seconds, self.host_seconds = (end - t0) * 1e-9, (end - last) * 1e-9
+        self.taken, self.count, self._clock, self._done = work.by_worker(count), count, (t0, last, end), set(done)
         check_rows([b for bs in self.taken for b in bs], m)
         return c
 
@@ -79,16 +116,16 @@ class Covariance:
         gpubook.timeline.plot_timeline: a copy lane and a compute lane per
         device, moved onto the host's clock (each device's clock is anchored at
         its last read-back, whose end its thread saw a moment later), and the
-        host's float64 sum."""
-        t0, host_start, end = self._clock
+        host's float64 adds and finish."""
+        t0 = self._clock[0]
         lanes, offsets = {}, {}
-        for k in range(self.count):
+        for k in sorted(self._done):
             stream, tag = self.streams[k], f"GPU {k}" if self.count > 1 else "GPU"
             offset = stream.readback_ns - stream.readback.profile.end
             for lane, items in ((f"{tag} copy", stream.copies), (f"{tag} compute", stream.kernels)):
                 lanes[lane], offsets[lane] = items, offset
         rows = spans(lanes, offsets, t0)
-        return rows + [("host", "float64 sum", (host_start - t0) * 1e-6, (end - t0) * 1e-6)]
+        return rows + [("host", label, (s - t0) * 1e-6, (e - t0) * 1e-6) for label, s, e in self.sum.spans]
 
 
 def h2d_together(lanes, host, count, repeats=3):

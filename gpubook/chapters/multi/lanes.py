@@ -8,15 +8,15 @@ sums against one common shift, added on the host in float64), and chapter 8's
 subset search with its subset ranks shared (each device keeps the best of its
 ranks).
 """
-import os
 import threading
+import warnings
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
 import pyopencl as cl
 
 from ...device import choose_device, compiler_failure, list_devices
+from .sums import Sum, host_threads
 
 
 def devices(spec=None, count=None):
@@ -24,8 +24,10 @@ def devices(spec=None, count=None):
     device of its platform and type that compiles a kernel, the chosen one
     first; at most `count` of them."""
     first = choose_device(spec)
-    others = [d for d in first.platform.get_devices()
-              if d.type == first.type and d.int_ptr != first.int_ptr and compiler_failure(d) is None]
+    with warnings.catch_warnings():  # the probe build's log on success is chatter, not news
+        warnings.simplefilter("ignore", cl.CompilerWarning)
+        others = [d for d in first.platform.get_devices()
+                  if d.type == first.type and d.int_ptr != first.int_ptr and compiler_failure(d) is None]
     found = [first] + others
     if count is not None:
         if count < 1:
@@ -73,6 +75,19 @@ class Work:
             self.taken.append((worker, item))
             return item
 
+    def give_back(self, worker):
+        """Put every item `worker` took back at the front of the queue (its device
+        failed and its partial sums are lost) and drop them from the log."""
+        with self._lock:
+            mine = [item for w, item in self.taken if w == worker]
+            self.taken = [(w, item) for w, item in self.taken if w != worker]
+            self._items.extendleft(reversed(mine))
+            return mine
+
+    def left(self):
+        with self._lock:
+            return len(self._items)
+
     def by_worker(self, workers):
         return [[item for w, item in self.taken if w == k] for k in range(workers)]
 
@@ -102,62 +117,32 @@ def check_rows(ranges, m):
 
 # The covariance -------------------------------------------------------------
 
-THREADS = os.cpu_count() or 4  # host threads for the float64 sums
-
-
-def _bands(n, parts):
-    edges = np.linspace(0, n, parts + 1).astype(int)
-    return [(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
-
-
-def _in_bands(n, *passes, threads=None):
-    """Run each pass over bands of rows in parallel threads, one pass after the
-    other (NumPy releases the GIL in its loops)."""
-    threads = threads or THREADS
-    bands = _bands(n, 4 * threads)
-    with ThreadPoolExecutor(threads) as pool:
-        for one in passes:
-            list(pool.map(one, bands))
-
-
-def _sum_rows(parts, r0, r1):
-    """Σ over parts of S[r0:r1], in float64."""
-    rows = parts[0][0][r0:r1].astype(np.float64)
-    for s, _ in parts[1:]:
-        rows += s[r0:r1]
-    return rows
+THREADS = host_threads()  # host threads for the float64 sums
 
 
 def add_sums(parts, threads=None):
-    """Σ over parts of (S, column sums), in float64."""
-    n = parts[0][0].shape[0]
-    total = np.empty((n, n))
-
-    def rows(band):
-        total[band[0]:band[1]] = _sum_rows(parts, *band)
-
-    _in_bands(n, rows, threads=threads)
-    return total, np.sum([c for _, c in parts], axis=0)
+    """Σ over parts of (S, column sums), in float64, added in the parts' order."""
+    total = Sum(parts[0][0].shape[0], threads)
+    try:
+        for s, col in parts:
+            total.add(s, col)
+        return total.total()
+    finally:
+        total.close()
 
 
 def combine(parts, m, out=None, threads=None):
     """C = S/m - d dᵀ (d = column sums / m) from the parts' (S, column sums)
-    against one shift, added in float64 a band of rows at a time (a band stays
-    in cache) and written to `out` (float64 unless given: reusing an array
-    saves the first touch of fresh memory)."""
-    n = parts[0][0].shape[0]
-    d = np.sum([c for _, c in parts], axis=0) / m
-    c = np.empty((n, n)) if out is None else out
-
-    def rows(band):
-        r0, r1 = band
-        block = _sum_rows(parts, r0, r1)
-        block *= 1.0 / m
-        block -= np.multiply.outer(d[r0:r1], d)
-        c[r0:r1] = block
-
-    _in_bands(n, rows, threads=threads)
-    return c
+    against one shift, added in float64 in bands of rows over the host's cores
+    (gpubook.chapters.multi.sums.Sum) and written to `out` (float64 unless given:
+    reusing an array saves the first touch of fresh memory)."""
+    total = Sum(parts[0][0].shape[0], threads, out=out)
+    try:
+        for s, col in parts:
+            total.add(s, col)
+        return total.finish(m)
+    finally:
+        total.close()
 
 
 # The subset search ------------------------------------------------------------
