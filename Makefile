@@ -24,7 +24,8 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 
 ## book: build the site into _build/html from the stored (reference) outputs
 book: venv
-	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+	python3 tools/set_repository.py --site-config _build/site_config.yml
+	$(VENV)/bin/jupyter-book build . -W -n --keep-going --config _build/site_config.yml
 
 ## test: unit tests, nbval over every notebook on your device (small scale), site checks
 # The chapters with shaped launches (3, 6, 7, 8, 10) run as on a small GPU: PoCL limited to
