@@ -38,3 +38,29 @@ def fp64_env():
     if not gb.has_fp64(device):
         pytest.skip("this OpenCL device has no fp64")
     return device, ctx, queue
+
+
+SLOW_NOTE_S = 15.0  # after this long, a test says what it is doing
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """A test or notebook cell still running after SLOW_NOTE_S says so on the
+    terminal (stderr, which pytest-xdist's workers share): on a first run most of
+    that time is PoCL compiling the kernels, which it caches for later runs."""
+    import threading
+
+    done = threading.Event()
+
+    def note():
+        if not done.wait(SLOW_NOTE_S):
+            capture = item.config.pluginmanager.getplugin("capturemanager")
+            with capture.global_and_fixture_disabled():
+                os.write(2, (f"\n  ... {item.nodeid}: still running after {SLOW_NOTE_S:.0f} s "
+                             "(a first run compiles its kernels; PoCL caches them)\n").encode())
+
+    threading.Thread(target=note, daemon=True).start()
+    try:
+        yield
+    finally:
+        done.set()
