@@ -23,3 +23,20 @@ def edge(records, value):
         if (r[value] - middle) * (last - first) > 0:
             return r["bytes"]
     return rows[-1]["bytes"]
+
+
+def knee(records, value, high=0.7, low=0.5):
+    """Where a bandwidth curve leaves its cache plateau: (the largest working set still
+    at `high` or more of the plateau, the smallest at `low` or less of it, the plateau),
+    in bytes and in the curve's unit; the plateau is the median of the smaller half of
+    the sets. None for a bound the curve never reaches."""
+    rows = sorted(records, key=lambda r: r["bytes"])
+    head = sorted(r[value] for r in rows[:max(1, len(rows) // 2)])
+    plateau = head[len(head) // 2]
+    last_high = first_low = None
+    for r in rows:
+        if first_low is None and r[value] >= high * plateau:
+            last_high = r["bytes"]
+        if first_low is None and r[value] <= low * plateau:
+            first_low = r["bytes"]
+    return last_high, first_low, plateau

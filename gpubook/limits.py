@@ -1,4 +1,12 @@
-"""The device limits that chapters compare against (measured in chapter 0)."""
+"""The device limits that chapters compare against, each with one definition and one source.
+
+- the copy rate (`copy_gbs`): bytes read + written per second by chapter 0's float4
+  copy kernel, measured once per device and stored in chapter 0's record;
+- the read rate (`recorded_read_gbs`): bytes read per second from device memory by
+  the machine page's read kernel at its largest working set, stored in that page's record;
+- Little's law (`bytes_in_flight`): latency x the read rate, the one product every page
+  that asks "how many bytes must be in flight" uses.
+"""
 import numpy as np
 import pyopencl as cl
 
@@ -10,12 +18,41 @@ from .scale import scale
 from .timing import time_events
 
 
+def recorded_copy_gbs(device, root=None):
+    """Chapter 0's copy rate (GB/s, read + write) for this device, or None where not recorded:
+    the one copy figure every page quotes."""
+    recorded = recorded_limits(device, root)
+    return None if recorded is None else recorded["copy_gbs"]
+
+
+def recorded_read_gbs(device, root=None):
+    """The machine page's device-memory read rate (GB/s, bytes read only) for this device,
+    or None where not recorded."""
+    from .records import load_results, device_slug
+
+    entry = load_results("00_machine", root).get(device_slug(device))
+    return None if entry is None else entry["data"].get("read_gbs")
+
+
+def bytes_in_flight(latency_ns, gbs, compute_units, resident_items=None):
+    """Little's law: bytes in flight = latency x bandwidth (ns x GB/s = bytes), for the
+    device, per compute unit and, where the resident work-items per compute unit are
+    known, per work-item. `gbs` is the read rate (the bytes a load brings back)."""
+    device = latency_ns * gbs
+    per_cu = device / compute_units
+    out = {"latency_ns": latency_ns, "gbs": gbs, "device_bytes": device, "per_cu_bytes": per_cu}
+    if resident_items:
+        out["resident_items"] = resident_items
+        out["per_item_bytes"] = per_cu / resident_items
+    return out
+
+
 def copy_gbs(ctx, queue, device):
     """Copy bandwidth in GB/s (read + write): chapter 0's recorded figure for this
     device, else a quick measurement with chapter 0's float4 copy kernel."""
-    recorded = recorded_limits(device)
+    recorded = recorded_copy_gbs(device)
     if recorded is not None:
-        return recorded["copy_gbs"]
+        return recorded
     n = 2**26 if scale(device) == "full" else 2**22
     mf = cl.mem_flags
     src = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ones(n, np.float32))

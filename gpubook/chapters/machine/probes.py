@@ -7,7 +7,8 @@
   of a buffer over and over, the same number of bytes per launch for every n;
 - local memory: work-items read local[(lid * stride + k) % N], so one warp's
   addresses fall in gcd(stride, 32) ways into the same bank of a 32-bank memory;
-- Little's law: the bytes that must be in flight, latency x bandwidth.
+- Little's law: the bytes that must be in flight, latency x the read rate
+  (gpubook.limits.bytes_in_flight, the one definition both pages use).
 
 Every function checks the result of its kernel (where the chain ends, the sum
 read) and raises when it is wrong: a measurement of a wrong result is none.
@@ -22,6 +23,8 @@ from ...device import compute_units
 from ...localmem import pow2_floor
 from ...kernels import kernel
 from ...launch import largest, reported
+from ...limits import bytes_in_flight, recorded_read_gbs  # noqa: F401 (Little's law, one definition)
+from ...peaks import datasheet_value
 from ...records import load_results, device_slug
 from ...scale import scale as device_scale
 from ...timing import event_seconds, stats, time_events
@@ -220,20 +223,6 @@ def bandwidth_curve(ctx, queue, device, scale, sizes=None, repeats=5):
     return records
 
 
-# ---------------------------------------------------------------- Little's law
-def bytes_in_flight(latency_ns, gbs, compute_units, resident_items=None):
-    """Little's law: bytes in flight = latency x bandwidth (ns x GB/s = bytes), for
-    the device, per compute unit and (when the resident work-items per compute unit
-    are known) per work-item."""
-    device = latency_ns * gbs
-    per_cu = device / compute_units
-    out = {"latency_ns": latency_ns, "gbs": gbs, "device_bytes": device, "per_cu_bytes": per_cu}
-    if resident_items:
-        out["resident_items"] = resident_items
-        out["per_item_bytes"] = per_cu / resident_items
-    return out
-
-
 def hierarchy_levels(f, latency, bandwidth, local_gbs, h2d_gbs, arch=None):
     """(level, size, bandwidth, latency) rows for the hierarchy figure, fastest first,
     from the run's curves (latency and bandwidth records) and the device's facts."""
@@ -265,13 +254,25 @@ def warp(device):
 
 
 def facts(device):
-    """The device's own numbers that the execution-model figure draws."""
+    """The device's own numbers that the execution-model figure draws, and beside them
+    what the data sheet says where OpenCL's figure is not the one it seems: NVIDIA's
+    OpenCL reports as its global-memory cache 32 KiB per compute unit (an L1-sized
+    figure), not the L2; its local memory is the 48 KiB cap of one work-group, not the
+    compute unit's 228 KiB."""
+    from ...resources import arch_limits
+
     width, word = warp(device)
+    arch = arch_limits(device)
+    cache = int(device.global_mem_cache_size or 0)
+    cus = device.max_compute_units
     return {"platform": device.platform.name.strip(), "device": device.name.strip(),
             "compute_units": device.max_compute_units, "max_group": device.max_work_group_size,
             "warp": width, "warp_word": word, "local_kib": device.local_mem_size // 1024,
             "global_gib": device.global_mem_size / 2**30,
-            "cache_bytes": int(device.global_mem_cache_size or 0),
+            "cache_bytes": cache,
+            "cache_per_cu_bytes": cache // cus if cache and cus and cache % cus == 0 else None,
+            "l2_bytes": datasheet_value(device.name, "l2_bytes"),
+            "local_cu_kib": arch.local_per_cu // 1024 if arch else None,
             "cacheline": int(device.global_mem_cacheline_size or 0)}
 
 
@@ -280,6 +281,18 @@ def recorded(device, root=None):
     """This chapter's record for the device, or None."""
     entry = load_results(CHAPTER, root).get(device_slug(device))
     return None if entry is None else entry["data"]
+
+
+def read_rate(ctx, queue, device):
+    """Device memory's read rate in GB/s (the bytes read only) and where it comes from:
+    this page's record for the device, else the read kernel run now at the largest
+    working set. The rate Little's law uses on every page."""
+    recorded_gbs = recorded_read_gbs(device)
+    if recorded_gbs is not None:
+        return recorded_gbs, "the machine chapter's record"
+    sc = device_scale(device)
+    got = bandwidth_curve(ctx, queue, device, sc, sizes=[largest_working_set(device, sc)], repeats=3)
+    return got[-1]["rate"], "the read kernel run now"
 
 
 def latency_ns(ctx, queue, device):

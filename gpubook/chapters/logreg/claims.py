@@ -1,0 +1,84 @@
+"""The sentences chapters 1 and 2 say about their measurements, as claims
+(gpubook.claims), and the resource table of a launch that is one work-group."""
+from ...claims import claim
+
+
+def loop_order(ns_naive, ns_reordered, ns_merged, hit_ns, hit_set):
+    """Chapter 1: time per access of the three kernels, against the latency of one
+    dependent load that hits the nearest cache (the machine page's pointer chase at
+    its smallest working set, `hit_set` in words)."""
+    close = claim("reordered_merged_close", "abs(ns_merged / ns_reordered - 1) < 0.15",
+                  "The reordered and merged kernels spend about the same time per access "
+                  "({ns_reordered:.1f} and {ns_merged:.1f} ns, {diff:.0%} apart)",
+                  "The reordered and merged kernels spend different times per access "
+                  "({ns_reordered:.1f} and {ns_merged:.1f} ns, {diff:.0%} apart)",
+                  ns_reordered=ns_reordered, ns_merged=ns_merged,
+                  diff=abs(ns_merged / ns_reordered - 1) if ns_reordered else None)
+    overlap = claim("loads_overlap", "max(ns_reordered, ns_merged) < hit_ns",
+                    "less than the {hit_ns:.0f} ns one dependent load took in the machine page's pointer "
+                    "chase even from a " + hit_set + " working set, a hit in the nearest cache: so a "
+                    "work-item's loads overlap, several in flight at once, as its independent sums allow",
+                    "no less than the {hit_ns:.0f} ns one dependent load took in the machine page's pointer "
+                    "chase from a " + hit_set + " working set: the loads wait for each other",
+                    missing="the machine page has no pointer chase recorded for this device",
+                    ns_reordered=ns_reordered, ns_merged=ns_merged, hit_ns=hit_ns)
+    naive = claim("naive_pays_more", "ns_naive > max(ns_reordered, ns_merged)",
+                  "The naive kernel pays more per access ({ns_naive:.1f} ns)",
+                  "The naive kernel pays no more per access here ({ns_naive:.1f} ns)",
+                  ns_naive=ns_naive, ns_reordered=ns_reordered, ns_merged=ns_merged)
+    return close, overlap, naive
+
+
+def more_examples(naive_growth, merged_growth, K):
+    """Chapter 1, exercise 2: growth of the time per access from J = 2048 to 16,384."""
+    x_share = {"naive": 2 * K / (3 * K + 2), "merged": K / (K + 1)}  # accesses that read X
+    return claim("ex_merged_grew_more", "merged_growth > naive_growth",
+                 "The merged kernel's time per access grew more ({merged_growth:.2f}× against the naive "
+                 "kernel's {naive_growth:.2f}×)",
+                 "The naive kernel's time per access grew more ({naive_growth:.2f}× against the merged "
+                 "kernel's {merged_growth:.2f}×)",
+                 naive_growth=naive_growth, merged_growth=merged_growth), x_share
+
+
+def work_items(best, last, best_n, last_n, model_best):
+    """Chapter 2: the curve past its peak, and the model's optimum against the peak."""
+    falls = claim("curve_falls_past_peak", "last < best and last_n > best_n",
+                  "Beyond that the curve falls",
+                  "Beyond that the curve does not fall here",
+                  best=best, last=last, best_n=best_n, last_n=last_n)
+    near = claim("model_optimum_near_peak", "best_n / 2 < model_best < 2 * best_n",
+                 "between the measured neighbours of the peak",
+                 "not between the measured neighbours of the peak (N = {best_n:.0f})",
+                 missing="the fit gives no optimum on this device (a or b is not positive)",
+                 best_n=best_n, model_best=model_best)
+    return falls, near
+
+
+def wider_rows(best_n8, best_n16):
+    """Chapter 2, exercise 1: the best group size at K = 8 and at K = 16."""
+    return claim("ex_wider_rows_peak", "max(best_n8, best_n16) <= 2 * min(best_n8, best_n16)",
+                 "Here they did: the best N was {best_n8:.0f} at K = 8 and {best_n16:.0f} at K = 16, "
+                 "the same or a neighbour, as the model says",
+                 "Here they did not: the best N was {best_n8:.0f} at K = 8 and {best_n16:.0f} at K = 16",
+                 best_n8=best_n8, best_n16=best_n16)
+
+
+def serial_sum_growth(growth, small, big):
+    """Chapter 2, exercise 2: the iteration without examples from N = small to big."""
+    return claim("ex_serial_growth_below", "growth < big / small",
+                 "the growth ({growth:.1f}×) stays below the ratio of the group sizes ({ratio:.0f}×): "
+                 "the barriers and the update add a part that does not grow",
+                 "the growth ({growth:.1f}×) reaches the ratio of the group sizes ({ratio:.0f}×)",
+                 growth=growth, big=big, small=small, ratio=big / small)
+
+
+def one_group_table(rows, device, resource_table):
+    """The resource table of kernels launched as a single work-group, with the
+    occupancy column replaced by why it means nothing there: one work-group runs on
+    one compute unit, and the others stay idle whatever the share of its warp slots."""
+    table = resource_table(rows, device)
+    units = device.max_compute_units
+    why = f"one work-group: 1 of {units} compute units busy"
+    lines = table.split("\n")
+    out = lines[:2] + [line.rsplit("|", 2)[0] + f"| {why} |" for line in lines[2:]]
+    return "\n".join(out)

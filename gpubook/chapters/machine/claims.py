@@ -1,0 +1,157 @@
+"""The sentences chapter 0 and the machine page say about their measurements, as
+claims (gpubook.claims): each relation is evaluated on the run's numbers, and the
+page shows the sentence that is true for it. Both pages read Little's law through
+the same function (`little_sentence`), with the same read rate and latency."""
+from ...claims import claim
+from ...curves import human_bytes
+
+
+def _kib(n):
+    return human_bytes(n) if n is not None else None
+
+
+def little_sentence(little, arch_name=None, glue_name=None, glue=True):
+    """The bytes each resident work-item must keep in flight (Little's law, the read
+    rate) set against one float and one float4 load. Returns the sentence; the two
+    claims go into the record. `little`: gpubook.limits.bytes_in_flight's dict."""
+    item = little.get("per_item_bytes")
+    if not item:
+        return ("How many work-items a compute unit of this device holds at once is not known here, "
+                "so the bytes each work-item must keep in flight are not worked out.")
+    resident = little["resident_items"]
+    head = (f"A compute unit{' of ' + arch_name if arch_name else ''} holds at most {resident:,} "
+            f"work-items, so each must keep {item:.1f} bytes in flight: ")
+    f = claim("little_float_thin",
+              "per_item > 4 / 1.25",
+              "one `float` load (4 bytes) per work-item is {ratio:.2f} times that, which leaves no room for "
+              "a compute unit that is not full",
+              "one `float` load (4 bytes) per work-item is {ratio:.2f} times that, room to spare",
+              glue=False, per_item=item, ratio=4 / item)
+    f4 = claim("little_float4_covers", "per_item <= 16",
+               "one `float4` load (16 bytes) covers it {ratio:.1f} times over.",
+               "even one `float4` load (16 bytes) falls short ({ratio:.2f} times what is needed).",
+               glue=False, per_item=item, ratio=16 / item)
+    text = head + f.sentence + "; " + f4.sentence
+    if glue and glue_name:
+        from ...show import glue as _glue
+        _glue(**{glue_name: text})
+    return text
+
+
+def copy_widths(float_gbs, float4_gbs):
+    """Chapter 0: the float4 copy against the float copy, at the largest size."""
+    return claim("copy_float4_beats_float", "float4_gbs > float_gbs",
+                 "`float4` beat `float` ({ratio:.2f} times its rate)",
+                 "`float4` did not beat `float` here ({ratio:.2f} times its rate)",
+                 float_gbs=float_gbs, float4_gbs=float4_gbs,
+                 ratio=float4_gbs / float_gbs if float_gbs else None)
+
+
+def pageable(rows):
+    """Chapter 0: pageable host-to-device copies at their best and at the largest size.
+    rows: the transfer sweep's records of the variant 'host→device, pageable'."""
+    best = max(rows, key=lambda r: r["rate"])
+    last = max(rows, key=lambda r: r["bytes"])
+    return claim("pageable_falls", "last_gbs < 0.5 * peak_gbs",
+                 "pageable host→device copies peaked at {peak_gbs:.1f} GB/s at " + human_bytes(best["bytes"])
+                 + " but fell to {last_gbs:.1f} GB/s at " + human_bytes(last["bytes"])
+                 + ", {share:.0%} of their peak: that is the rate a large NumPy array crosses at",
+                 "pageable host→device copies peaked at {peak_gbs:.1f} GB/s at " + human_bytes(best["bytes"])
+                 + " and still ran at {last_gbs:.1f} GB/s at " + human_bytes(last["bytes"])
+                 + " ({share:.0%} of their peak)",
+                 peak_gbs=best["rate"], last_gbs=last["rate"], share=last["rate"] / best["rate"])
+
+
+def float2_exercise(f2_over_f, f4_over_f2, per_item):
+    """Chapter 0, exercise 1: where float2 lands, read against Little's law."""
+    first = claim("ex_float2_first_doubling", "f2_over_f > f4_over_f2",
+                  "the first doubling, from 4 to 8 bytes per work-item, gained more ({f2_over_f:.2f}×) "
+                  "than the second, from 8 to 16 ({f4_over_f2:.2f}×)",
+                  "the first doubling, from 4 to 8 bytes per work-item, gained no more ({f2_over_f:.2f}×) "
+                  "than the second, from 8 to 16 ({f4_over_f2:.2f}×)",
+                  f2_over_f=f2_over_f, f4_over_f2=f4_over_f2)
+    covers = claim("ex_float2_covers", "per_item <= 8",
+                   "8 bytes per work-item already cover the {per_item:.1f} bytes Little's law asks, "
+                   "4 bytes do not",
+                   "even 8 bytes per work-item fall short of the {per_item:.1f} bytes Little's law asks",
+                   missing="how many bytes each work-item must keep in flight is not known on this device",
+                   per_item=per_item)
+    return first, covers
+
+
+def group_exercise(ratio, small, big, resident_small, need_cu, n_items):
+    """Chapter 0, exercise 2: the float4 copy in work-groups of `small` against `big`.
+    resident_small: work-items a compute unit holds in groups of `small` (None where
+    the architecture is not known); need_cu: Little's bytes in flight per compute unit."""
+    slower = claim("ex_group_slower", "ratio < 0.9",
+                   "slowed the copy down: it ran at {ratio:.2f}× the rate with groups of {big:.0f}",
+                   "changed the rate little: {ratio:.2f}× the rate with groups of {big:.0f}",
+                   ratio=ratio, big=big)
+    inflight = None if resident_small is None else 16 * resident_small
+    little = claim("ex_group_not_little", "inflight >= need_cu",
+                   "Little's law does not explain it: in groups of {small:.0f} a compute unit still holds "
+                   "{resident:,.0f} work-items, and one `float4` load each puts " + str(_kib(inflight))
+                   + " in flight, against the " + str(_kib(need_cu)) + " memory needs",
+                   "Little's law explains it: in groups of {small:.0f} a compute unit holds only "
+                   "{resident:,.0f} work-items, and one `float4` load each puts " + str(_kib(inflight))
+                   + " in flight, short of the " + str(_kib(need_cu)) + " memory needs",
+                   missing="how many work-groups a compute unit holds is not known on this device, so "
+                           "the bytes in flight are not counted",
+                   inflight=inflight, need_cu=need_cu, small=small, resident=resident_small)
+    groups = (f"What grows instead is the number of work-groups the hardware must start and retire, "
+              f"{n_items // small:,} instead of {n_items // big:,}, for one `float4` per work-item")
+    return slower, little, groups
+
+
+def cache_knee(bandwidth, facts):
+    """The machine page: which cache the bandwidth curve's knee belongs to, against what
+    OpenCL reports as the global-memory cache and the data sheet's L2."""
+    from ...curves import knee
+
+    last_high, first_low, plateau = knee(bandwidth, "rate")
+    rate = {r["bytes"]: r["rate"] for r in bandwidth}
+    reported, l2 = facts.get("cache_bytes") or None, facts.get("l2_bytes")
+    past = claim("knee_past_reported", "first_low > 4 * reported",
+                 "the curve falls far past the figure OpenCL reports as its global-memory cache ("
+                 + str(_kib(reported)) + "), so that figure is not the last cache before memory",
+                 "the curve falls near the figure OpenCL reports as its global-memory cache ("
+                 + str(_kib(reported)) + ")",
+                 missing="this device reports no global-memory cache size", first_low=first_low, reported=reported)
+    at_l2 = claim("knee_at_l2", "last_high < l2 <= first_low",
+                  "the read still ran at {high_share:.0%} of the cache plateau at " + str(_kib(last_high))
+                  + " and at {low_share:.0%} by " + str(_kib(first_low)) + "; the data sheet's L2 of "
+                  + str(_kib(l2)) + " lies between, so the knee is where the L2 runs out",
+                  "the data sheet's L2 of " + str(_kib(l2)) + " does not lie where the curve falls (it still "
+                  "ran at {high_share:.0%} of the plateau at " + str(_kib(last_high)) + ", {low_share:.0%} by "
+                  + str(_kib(first_low)) + ")",
+                  missing="the book's data-sheet table does not list this device's L2",
+                  last_high=last_high, first_low=first_low, l2=l2,
+                  high_share=rate.get(last_high, float("nan")) / plateau if last_high else None,
+                  low_share=rate.get(first_low, float("nan")) / plateau if first_low else None)
+    return past, at_l2
+
+
+def banks(slow2, slow32, slow_odd):
+    """The machine page: local memory's strides against the 32-bank model."""
+    order = claim("banks_follow_model", "slow_odd < 1.1 and 1.1 < slow2 < slow32",
+                  "the measured curve keeps the model's order: odd strides cost nothing "
+                  "(at most {slow_odd:.2f}×), stride 2 costs more and stride 32 most",
+                  "the measured curve does not keep the model's order (odd strides up to {slow_odd:.2f}×, "
+                  "stride 2 {slow2:.2f}×, stride 32 {slow32:.1f}×)",
+                  slow2=slow2, slow32=slow32, slow_odd=slow_odd)
+    below = claim("banks_below_model", "slow2 < 2 and slow32 < 32",
+                  "but each step costs less than the model's count of turns ({slow2:.2f}× for 2, "
+                  "{slow32:.1f}× for 32): the model counts only the turns of the conflicting load, while "
+                  "the time also holds the loop's other instructions, which conflicts do not repeat",
+                  "and the steps cost at least the model's count of turns ({slow2:.2f}× for 2, "
+                  "{slow32:.1f}× for 32)",
+                  slow2=slow2, slow32=slow32)
+    return order, below
+
+
+def stride_exercise(s16, s17, s32):
+    """The machine page's exercise: strides 16, 17 and 32 against gcd(stride, 32)."""
+    return claim("ex_strides_order", "s17 < 1.1 and 1.1 < s16 < s32",
+                 "The order is the model's: stride 17 costs nothing, 16 costs less than 32",
+                 "The order is not the model's here (16: {s16:.2f}×, 17: {s17:.2f}×, 32: {s32:.2f}×)",
+                 s16=s16, s17=s17, s32=s32)

@@ -1,0 +1,106 @@
+"""The sentences chapter 3 says about its measurements, as claims (gpubook.claims)."""
+from ...claims import claim
+from ...curves import human_bytes
+
+
+def tree(best, serial, tree_max, serial_max, gain_max, gain_other):
+    """The training half: the tree against the serial sum; `gain_other` is the largest
+    tree / serial ratio at any group size below the largest."""
+    pays = claim("tree_pays_off", "best > serial and tree_max > serial_max",
+                 "The tree pays off at large groups", "The tree does not pay off here",
+                 best=best, serial=serial, tree_max=tree_max, serial_max=serial_max)
+    largest = claim("tree_gain_largest_at_max", "gain_max >= gain_other",
+                    "the difference is largest there", "the difference is not largest there",
+                    gain_max=gain_max, gain_other=gain_other)
+    return pays, largest
+
+
+def work_group_note(wg, device_max, kernel_max, train_max):
+    """What the device-wide sum launched: `wg` work-items per group in every step, where the
+    device allows `device_max` and the kernels, built for `wg` (reqd_work_group_size),
+    report `kernel_max`; the training kernels of the first half launched up to `train_max`."""
+    built = (f"each kernel is built for that size (`reqd_work_group_size`), which is the 'max work-group' "
+             f"of {kernel_max} its resource table shows" if kernel_max == wg else
+             f"the built kernels allow up to {kernel_max}")
+    return (f"Every step of the device-wide sum ran with work-groups of {wg} work-items, DeviceSum's default: "
+            f"the largest power of two up to 256 that the device allows (here up to {device_max}); {built}. "
+            f"The training kernels of the first half launched groups of up to {train_max}.")
+
+
+def device_sum(gbs2, gbs5, copy_gbs, step3, unroll_gain, need_cu, resident, vs_vendor):
+    """The device-wide sum's reading: steps 1-2 against the copy figure, step 3's halving,
+    step 5 against the copy, unrolling, Little's law for float and float4 loads, and the
+    vendor's sum."""
+    out = [
+        claim("red_steps12_far_below", "gbs2 < 0.5 * copy_gbs",
+              "{share:.0%} of chapter 0's copy figure", "{share:.0%} of chapter 0's copy figure, not far below it",
+              gbs2=gbs2, copy_gbs=copy_gbs, share=gbs2 / copy_gbs),
+        claim("red_step3_halves", "1.6 < step3 < 2.2",
+              "the time almost halves with it ({step3:.2f}×): the cost is per work-group, not per byte",
+              "the time does not halve with it ({step3:.2f}×)", step3=step3),
+        claim("red_read_at_copy", "abs(gbs5 / copy_gbs - 1) < 0.05",
+              "within 5% of it: reading alone, the sum moves its bytes as fast as the copy moves "
+              "its reads and writes together",
+              "{share:.0%} of it, more than 5% away", gbs5=gbs5, copy_gbs=copy_gbs, share=gbs5 / copy_gbs),
+        claim("red_unroll_little", "abs(unroll_gain) < 0.05",
+              "Unrolling the loop adds almost nothing on top", "Unrolling the loop changes the rate",
+              unroll_gain=unroll_gain),
+    ]
+    inflight = {"float": None if resident is None else 4 * resident,
+                "float4": None if resident is None else 16 * resident}
+    out.append(claim("red_float_thin", "float_bytes < 1.25 * need_cu",
+                     "with one `float` load each that is " + str(human_bytes(inflight["float"] or 0))
+                     + " in flight, {times:.2f} times what memory needs: no room for a compute unit "
+                     "that is not full",
+                     "with one `float` load each that is " + str(human_bytes(inflight["float"] or 0))
+                     + " in flight, {times:.2f} times what memory needs: room to spare",
+                     missing="Little's law is not recorded for this device (the machine chapter)",
+                     float_bytes=inflight["float"], need_cu=need_cu,
+                     times=inflight["float"] / need_cu if inflight["float"] and need_cu else None))
+    out.append(claim("red_float4_covers", "float4_bytes >= need_cu",
+                     "with one `float4` load each " + str(human_bytes(inflight["float4"] or 0))
+                     + ", {times:.1f} times what memory needs",
+                     "with one `float4` load each " + str(human_bytes(inflight["float4"] or 0))
+                     + ", still short ({times:.2f} times what memory needs)",
+                     missing="Little's law is not recorded for this device (the machine chapter)",
+                     float4_bytes=inflight["float4"], need_cu=need_cu,
+                     times=inflight["float4"] / need_cu if inflight["float4"] and need_cu else None))
+    out.append(claim("red_vendor_close", "abs(vs_vendor - 1) < 0.05",
+                     "within 5% of each other", "more than 5% apart",
+                     missing="no vendor library was measured in this run", vs_vendor=vs_vendor))
+    return out
+
+
+def smaller_groups(gbs_small, gbs_big, small, big, first_share):
+    """Exercise 1: step 2 with smaller work-groups."""
+    return claim("ex_smaller_groups_slower", "gbs_small < gbs_big",
+                 "Here groups of {small:.0f} were slower ({ratio:.2f}× the rate with {big:.0f})",
+                 "Here groups of {small:.0f} were not slower ({ratio:.2f}× the rate with {big:.0f})",
+                 gbs_small=gbs_small, gbs_big=gbs_big, small=small, big=big, ratio=gbs_small / gbs_big,
+                 first_share=first_share)
+
+
+def grid(gbs1, gbs8, nbytes, l2_bytes, full_gbs4, launch_us):
+    """Exercise 2: step 4 with 1 and 8 work-groups per compute unit on an array of
+    `nbytes`, against the data sheet's L2, step 4's rate at the full length, and
+    chapter 0's launch cost."""
+    t8_us = nbytes / gbs8 / 1e3
+    return [
+        claim("ex_grid_slower", "gbs1 < gbs8",
+              "One work-group per compute unit was slower: {ratio:.2f}× the rate with 8",
+              "One work-group per compute unit was not slower: {ratio:.2f}× the rate with 8",
+              gbs1=gbs1, gbs8=gbs8, ratio=gbs1 / gbs8),
+        claim("ex_grid_in_l2", "nbytes < l2_bytes",
+              "the array (" + human_bytes(nbytes) + ") fits the data sheet's L2 (" + human_bytes(l2_bytes or 0)
+              + "), so after the warm-up it is read from the L2, not from device memory",
+              "the array (" + human_bytes(nbytes) + ") is larger than the data sheet's L2 ("
+              + human_bytes(l2_bytes or 0) + ")",
+              missing="the book's data-sheet table does not list this device's L2",
+              nbytes=nbytes, l2_bytes=l2_bytes),
+        claim("ex_grid_short", "gbs8 < 0.5 * full_gbs4",
+              "and the sum is short: {t8_us:.0f} µs with 8 groups, against chapter 0's {launch_us:.1f} µs "
+              "per launch, at {share:.0%} of step 4's rate at the full length. Fixed costs weigh here, "
+              "and Little's law, which is about streaming from device memory, is not what this run tests",
+              "and the sum ran at {share:.0%} of step 4's rate at the full length",
+              gbs8=gbs8, full_gbs4=full_gbs4, t8_us=t8_us, launch_us=launch_us, share=gbs8 / full_gbs4),
+    ]

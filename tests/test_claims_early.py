@@ -1,0 +1,163 @@
+"""The claims of chapters 0 (device and machine pages), 1, 2 and 3, evaluated on the
+numbers the reference records hold (the H200's and the H100's), and on the H200's
+stored notebook outputs where the record does not hold them (the exercises): every
+one must hold, so the reference pages, once re-run, show true sentences."""
+import json
+import math
+import re
+
+import pytest
+
+from gpubook import show
+from gpubook.chapters.logreg import claims as lc
+from gpubook.chapters.machine import claims as mc
+from gpubook.chapters.reduction import claims as rc
+from gpubook.curves import human_bytes
+from gpubook.limits import bytes_in_flight
+from gpubook.paths import RESULTS, ROOT
+from gpubook.peaks import datasheet_value
+
+DEVICES = {"nvidia-h200": "NVIDIA H200", "nvidia-h100-80gb-hbm3": "NVIDIA H100 80GB HBM3"}
+RESIDENT = 2048  # sm_90: 64 warps of 32 per compute unit
+
+
+@pytest.fixture(autouse=True)
+def no_glue(monkeypatch):
+    monkeypatch.setattr(show, "glue", lambda **values: None)
+
+
+def rec(slug, chapter):
+    return json.loads((RESULTS / slug / f"{chapter}.json").read_text())["data"]
+
+
+def stored(notebook):
+    """(glued values, printed text) of a notebook's stored outputs (the H200's run)."""
+    nb = json.loads((ROOT / "notebooks" / f"{notebook}.ipynb").read_text())
+    glued, text = {}, []
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            name = out.get("metadata", {}).get("scrapbook", {}).get("name")
+            if name:
+                value = next(iter(out["data"].values()))
+                try:
+                    glued[name] = float(value)
+                except ValueError:
+                    glued[name] = value
+            elif "text" in out:
+                text.append("".join(out["text"]))
+    return glued, "\n".join(text)
+
+
+def held(*made):
+    flat = [c for c in made if hasattr(c, "held")]
+    for c in flat:
+        assert c.held is True, (c.name, c.values, c.sentence)
+    return flat
+
+
+def little(slug):
+    m = rec(slug, "00_machine")
+    return bytes_in_flight(m["latency_ns"], m["read_gbs"], m["facts"]["compute_units"], RESIDENT)
+
+
+@pytest.mark.parametrize("slug", DEVICES)
+def test_chapter0_claims_hold_on_the_records(slug):
+    d = rec(slug, "00_device")
+    top = max(r["floats"] for r in d["copy"])
+    at = {r["variant"]: r["rate"] for r in d["copy"] if r["floats"] == top}
+    held(mc.copy_widths(at["float"], at["float4"]))
+    held(mc.pageable([r for r in d["transfer"] if r["variant"] == "host→device, pageable"]))
+    text = mc.little_sentence(little(slug), "sm_90 (Hopper)", glue=False)
+    assert "not known" not in text
+    from gpubook import claims
+    held(claims._made["little_float_thin"], claims._made["little_float4_covers"])
+
+
+def test_chapter0_exercises_hold_on_the_stored_h200_outputs():
+    g, _ = stored("00_device")
+    per_item = little("nvidia-h200")["per_item_bytes"]
+    held(*mc.float2_exercise(g["ex_f2_over_f"], g["ex_f4_over_f2"], per_item))
+    need = little("nvidia-h200")["per_cu_bytes"]
+    resident32 = min(32 * 32, RESIDENT)  # sm_90 holds at most 32 work-groups per compute unit
+    slower, not_little, groups = mc.group_exercise(g["ex_group_ratio"], 32, 256, resident32, need, 2**28 // 4)
+    held(slower, not_little)
+    assert "2,097,152 instead of 262,144" in groups
+
+
+@pytest.mark.parametrize("slug", DEVICES)
+def test_machine_page_claims_hold_on_the_records(slug):
+    m = rec(slug, "00_machine")
+    facts = dict(m["facts"], l2_bytes=datasheet_value(DEVICES[slug], "l2_bytes"))
+    held(*mc.cache_knee(m["bandwidth_curve"], facts))
+    by = {r["stride"]: r["slowdown"] for r in m["local_stride"]}
+    held(*mc.banks(by[2], by[32], max(v for s, v in by.items() if s % 2)))
+    held(mc.stride_exercise(by[16], by[17], by[32]))
+
+
+@pytest.mark.parametrize("slug", DEVICES)
+def test_chapter1_claims_hold_on_the_records(slug):
+    d, m = rec(slug, "01_loop_order"), rec(slug, "00_machine")
+    J, K = d["J"], d["K"]
+    accesses = {"naive": 3 * J * K + 2 * J, "reordered": 2 * J * K + 3 * J, "merged": J * K + J}
+    ns = {r["variant"]: 1e9 / (r["rate"] * accesses[r["variant"]]) for r in d["steps"]}
+    hit = m["latency_curve"][0]
+    held(*lc.loop_order(ns["naive"], ns["reordered"], ns["merged"], hit["ns"], human_bytes(hit["bytes"])))
+
+
+def test_chapter1_exercise_holds_on_the_stored_h200_outputs():
+    g, _ = stored("01_loop_order")
+    c, share = lc.more_examples(g["ex_naive_growth"], g["ex_merged_growth"], 8)
+    held(c)
+    assert share["merged"] > share["naive"]
+
+
+@pytest.mark.parametrize("slug", DEVICES)
+def test_chapter2_claims_hold_on_the_records(slug):
+    d = rec(slug, "02_work_items")
+    sweep = d["sweep"]
+    top, last = max(sweep, key=lambda r: r["rate"]), sweep[-1]
+    a, b = d["model"]["a_s"], d["model"]["b_s"]
+    held(*lc.work_items(top["rate"], last["rate"], top["work_items"], last["work_items"],
+                        math.sqrt(a * d["J"] / b)))
+
+
+def test_chapter2_exercises_hold_on_the_stored_h200_outputs():
+    g, text = stored("02_work_items")
+    best = dict(re.findall(r"K = (\d+): best N = (\d+)", text))
+    held(lc.wider_rows(float(best["8"]), float(best["16"])))
+    held(lc.serial_sum_growth(g["ex_growth"], 16, g["ex_big"]))
+
+
+@pytest.mark.parametrize("slug", DEVICES)
+def test_chapter3_claims_hold_on_the_records(slug):
+    d = rec(slug, "03_reduction")
+    tree = {r["work_items"]: r["rate"] for r in d["sweep"] if r["variant"].startswith("tree")}
+    serial = {r["work_items"]: r["rate"] for r in d["sweep"] if r["variant"].startswith("serial")}
+    top = max(tree)
+    gains = {n: tree[n] / serial[n] for n in serial}
+    held(*rc.tree(max(tree.values()), max(serial.values()), tree[top], serial[top], gains[top],
+                  max(v for n, v in gains.items() if n < top)))
+
+    r = rec(slug, "03_device_reduction")
+    copy = rec(slug, "00_device")["limits"]["copy_gbs"]
+    n, gb = r["n"], 4 * r["n"] / 1e9
+    at = {x["variant"]: x["median_s"] for x in r["sweep"] if x["floats"] == n}
+    rate = {k: gb / t for k, t in at.items()}
+    unroll = r["unroll"]
+    m = rec(slug, "00_machine")
+    held(*rc.device_sum(rate["2_sequential"], rate["5_unrolled"], copy, at["2_sequential"] / at["3_first_add"],
+                        unroll["1"] / unroll["4"] - 1, m["little"]["per_cu_bytes"], 8 * 256,
+                        r["vendor_cub_sum_s"] / at["5_unrolled"]))
+
+
+def test_chapter3_exercises_hold_on_the_stored_h200_outputs():
+    _, text = stored("03_reduction")
+    wg = {int(a): float(b.replace(",", "")) for a, b in re.findall(r"WG = (\d+): \d+ passes, ([\d,.]+) GB/s", text)}
+    held(rc.smaller_groups(wg[64], wg[256], 64, 256, 0.98))
+    grid = {int(a): float(b.replace(",", "")) for a, b in
+            re.findall(r"(\d+) work-group\(s\) per compute unit: ([\d,.]+) GB/s", text)}
+    r = rec("nvidia-h200", "03_device_reduction")
+    full4 = 4 * r["n"] / 1e9 / next(x["median_s"] for x in r["sweep"]
+                                    if x["floats"] == r["n"] and x["variant"] == "4_multi")
+    launch = rec("nvidia-h200", "00_device")["limits"]["launch_us"]
+    held(*rc.grid(grid[1], grid[8], 4 * 2**22, datasheet_value("NVIDIA H200", "l2_bytes"), full4, launch))
