@@ -28,3 +28,19 @@ def test_bad_logs_are_refused():
         mf.take_order([[(0, 5)], [(0, 5)]])
     with pytest.raises(ValueError, match="names"):
         mf.draw_taken([[(0, 5)]], ["a", "b"])
+
+
+def test_amdahl_and_the_weak_scaling_figure():
+    import matplotlib.pyplot as plt
+
+    assert mf.amdahl(0.0, [1, 2, 4]) == [1.0, 2.0, 4.0]
+    s = mf.amdahl(0.2, [1, 2, 4])
+    assert s[0] == 1.0 and abs(s[2] - 1 / (0.2 + 0.8 / 4)) < 1e-12
+    with pytest.raises(ValueError):
+        mf.amdahl(1.5, [1])
+    fig, ax = plt.subplots()
+    mf.plot_weak(ax, [1, 2], [10.0, 11.0], [9.0, 10.5], 1000, "weak")
+    mf.plot_speedup(ax, [1, 2], [1.0, 1.8], [1.0, 1.9], "strong", amdahl=[1.0, 1.7])
+    labels = ax.get_legend_handles_labels()[1]
+    assert "ideal (flat)" in labels and "Amdahl, measured serial part" in labels
+    plt.close(fig)

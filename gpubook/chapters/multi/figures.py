@@ -74,11 +74,13 @@ def draw_taken(taken, names=None, title="Blocks of rows taken from the shared qu
     return fig
 
 
-def plot_speedup(ax, counts, speedups, bound, title):
-    """Speed-up against the number of devices, with the ideal line and the
-    speed-up the bounds allow."""
+def plot_speedup(ax, counts, speedups, bound, title, amdahl=None):
+    """Speed-up against the number of devices, with the ideal line, the
+    speed-up the bounds allow and, given, Amdahl's law's."""
     ax.plot(counts, counts, color="0.6", linestyle=":", label="ideal (× devices)")
     ax.plot(counts, bound, color="C1", linestyle="--", marker="s", label="allowed by the bounds")
+    if amdahl is not None:
+        ax.plot(counts, amdahl, color="C2", linestyle="-.", marker="^", label="Amdahl, measured serial part")
     ax.plot(counts, speedups, color="C0", marker="o", label="measured")
     ax.set_xticks(counts)
     ax.set_xlabel("devices used")
@@ -87,3 +89,29 @@ def plot_speedup(ax, counts, speedups, bound, title):
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     return ax
+
+
+def plot_weak(ax, counts, times_ms, bound_ms, rows_each, title):
+    """Weak scaling: time against devices with the same rows on each device;
+    the ideal is flat at one device's time, and the transfers' bound for each
+    count is drawn beside it."""
+    ax.axhline(times_ms[0], color="0.6", linestyle=":", label="ideal (flat)")
+    ax.plot(counts, bound_ms, color="C1", linestyle="--", marker="s", label="bound of the transfers and compute")
+    ax.plot(counts, times_ms, color="C0", marker="o", label="measured")
+    ax.set_xticks(counts)
+    ax.set_ylim(0, max(max(times_ms), max(bound_ms)) * 1.2)
+    ax.set_xlabel(f"devices used, {rows_each:,} rows each")
+    ax.set_ylabel("time (ms)")
+    ax.set_title(title, fontsize=11)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    return ax
+
+
+def amdahl(serial_fraction, counts):
+    """Amdahl's law: the speed-up on g devices when a fraction s of one device's
+    time is serial, 1 / (s + (1 - s) / g)."""
+    s = float(serial_fraction)
+    if not 0 <= s <= 1:
+        raise ValueError(f"a serial fraction is between 0 and 1, not {s}")
+    return [1.0 / (s + (1.0 - s) / g) for g in counts]

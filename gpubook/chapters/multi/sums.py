@@ -136,3 +136,27 @@ class Sum:
         if self.pool is not None:
             self.pool.shutdown()
             self.pool = None
+
+
+WAYS = {"one core": {"threads": 1}, "all cores": {}, "all cores, lower triangle": {"triangle": True}}
+
+
+def time_options(parts, m, repeats=3, threads=None):
+    """{way: median seconds} of the host sum of these partials once every one
+    is in (the serial part when the sum waits for the last device), for each of
+    WAYS; every way into its own reused matrix, its first touch paid untimed."""
+    n = parts[0][0].shape[0]
+    found = {}
+    for way, kw in WAYS.items():
+        total = Sum(n, kw.get("threads", threads), kw.get("triangle", False))
+        times = []
+        for _ in range(repeats + 1):
+            total.start()
+            t0 = time.perf_counter()
+            for s, col in parts:
+                total.add(s, col)
+            total.finish(m)
+            times.append(time.perf_counter() - t0)
+        total.close()
+        found[way] = float(np.median(times[1:]))
+    return found

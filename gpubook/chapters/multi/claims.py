@@ -1,0 +1,108 @@
+"""Chapter 10's sentences about its measurements, each checked by the run that
+measured it (gpubook.claims): the host's sum of the partials, Amdahl's law
+from the measured serial part, strong and weak scaling, the split of the blocks
+and the subset search. With one device a scaling claim is unsettled: its
+sentence says so instead of judging a speed-up of 1."""
+from ...claims import claim
+
+ONE = "With one device there is no scaling to judge"
+ONE_MID = "there is one device only, so no scaling to judge"
+
+
+def _several(g, value):
+    return value if g > 1 else None
+
+
+def sum_claims(sum_s, threads):
+    """The ways of summing once every partial is in: all cores against one, and
+    the lower triangle against the full matrix (which the runs then use)."""
+    one, cores, tri = (sum_s[w] * 1e3 for w in ("one core", "all cores", "all cores, lower triangle"))
+    return [
+        claim("claim_cores", "cores < one", cores=cores, one=one, threads=threads,
+              held="Spread over the host's {threads:.0f} threads, the sum takes {cores:.1f} ms against "
+                   "{one:.1f} ms on one core",
+              failed="Spread over the host's {threads:.0f} threads, the sum takes {cores:.1f} ms, no less "
+                     "than the {one:.1f} ms of one core"),
+        claim("claim_triangle", "tri < cores", tri=tri, cores=cores,
+              held="the lower triangle alone is faster ({tri:.1f} against {cores:.1f} ms): it adds half of "
+                   "each partial, and mirroring the result once costs less than the half it saves, so the "
+                   "runs add the lower triangle",
+              failed="the lower triangle alone is not faster ({tri:.1f} against {cores:.1f} ms): mirroring "
+                     "the result costs as much as the half of each partial it saves, so the runs add whole "
+                     "matrices")]
+
+
+def overlap_claim(g, left_ms, before_ms):
+    """What is left of the sum after the last device when each partial is added
+    as its device finishes, against the sum that waits for every device."""
+    return claim("claim_sum", "left < before", left=_several(g, left_ms), before=before_ms, g=g,
+                 missing="With one device the sum always waits for the one device, so there is nothing "
+                         "to overlap",
+                 held="Adding each partial as its device finishes leaves {left:.1f} ms of host work after "
+                      "the last device on {g:.0f} devices, against {before:.1f} ms when the sum waits for "
+                      "every device",
+                 failed="Adding each partial as its device finishes leaves {left:.1f} ms of host work after "
+                        "the last device on {g:.0f} devices, no less than the {before:.1f} ms of the sum "
+                        "that waits for every device")
+
+
+def scaling_claims(g, speedup, allowed, amdahl_now, amdahl_before, speedup_before, worst_ratio,
+                   weak_g, weak_ratio, weak_bound_ratio, h2d1, h2dg):
+    """Amdahl's law against the bounds, before and after; strong scaling against
+    its bounds; weak scaling against flat."""
+    several = g > 1
+    return [
+        claim("claim_amdahl", "predicted > allowed", missing=ONE, g=g, allowed=_several(g, allowed),
+              predicted=_several(g, amdahl_now), measured=speedup,
+              held="With the serial part that is left, Amdahl's law allows {predicted:.2f}× on {g:.0f} "
+                   "devices, more than the {allowed:.2f}× of the bounds: the bounds, not the serial step, "
+                   "come first (measured: {measured:.2f}×)",
+              failed="With the serial part that is left, Amdahl's law allows only {predicted:.2f}× on "
+                     "{g:.0f} devices, less than the {allowed:.2f}× of the bounds: the serial step still "
+                     "comes first (measured: {measured:.2f}×)"),
+        claim("claim_amdahl_before", "predicted < allowed", missing=ONE, g=g, allowed=_several(g, allowed),
+              predicted=_several(g, amdahl_before), measured=speedup_before,
+              held="With the sum after the last device, Amdahl's law allowed {predicted:.2f}× on {g:.0f} "
+                   "devices, less than the {allowed:.2f}× of the bounds: the serial sum capped the "
+                   "speed-up first (measured: {measured:.2f}×)",
+              failed="Even with the sum after the last device, Amdahl's law allowed {predicted:.2f}× on "
+                     "{g:.0f} devices, no less than the {allowed:.2f}× of the bounds (measured: "
+                     "{measured:.2f}×)"),
+        claim("claim_strong", "worst <= 1.15", missing=ONE, g=g, worst=worst_ratio if several else None,
+              held="On every count from 2 to {g:.0f} devices the covariance takes at most {worst:.2f} times "
+                   "the larger of its bounds",
+              failed="On some count from 2 to {g:.0f} devices the covariance takes {worst:.2f} times the "
+                     "larger of its bounds, more than 1.15 times"),
+        claim("claim_weak", "ratio <= 1.15", missing=ONE_MID, g=weak_g,
+              ratio=weak_ratio if weak_g > 1 else None, bound_ratio=weak_bound_ratio, h2d1=h2d1, h2dg=h2dg,
+              held="the time on {g:.0f} devices is {ratio:.2f} times that on one: close to flat, while "
+                   "the bounds grow {bound_ratio:.2f} times",
+              failed="the time on {g:.0f} devices is {ratio:.2f} times that on one, not flat; the bounds "
+                     "themselves grow {bound_ratio:.2f} times, because the devices share the host's copies "
+                     "({h2dg:.0f} GB/s for all of them against {h2d1:.0f} GB/s for one)")]
+
+
+def split_claim(blocks, block_s):
+    """The blocks each device took against its share of the measured rates (the
+    inverse of its block time)."""
+    total, rates = sum(blocks), [1.0 / s for s in block_s[:len(blocks)]]
+    share = [total * r / sum(rates) for r in rates]
+    worst = max(abs(b - s) for b, s in zip(blocks, share))
+    spread = max(block_s[:len(blocks)]) / min(block_s[:len(blocks)]) - 1
+    several = len(blocks) > 1
+    return claim("claim_split", "worst <= 1.5", missing=ONE_MID, worst=worst if several else None,
+                 spread=spread, total=total,
+                 held="each device took within {worst:.1f} blocks of its share of the measured rates (the "
+                      "devices' block times differ by {spread:.1%}): the queue needs no plan, a faster device "
+                      "comes back sooner and takes more",
+                 failed="a device took {worst:.1f} blocks more or fewer than its share of the measured rates "
+                        "(the devices' block times differ by {spread:.1%}): something besides each device's "
+                        "arithmetic, such as the shared copies, set the pace")
+
+
+def subset_claim(g, speedup):
+    return claim("claim_subsets", "speedup >= 0.95 * g", missing=ONE, g=g, speedup=_several(g, speedup),
+                 held="The subset search runs {speedup:.2f}× faster on {g:.0f} devices, within 5% of the "
+                      "ideal",
+                 failed="The subset search runs {speedup:.2f}× faster on {g:.0f} devices, more than 5% short "
+                        "of the ideal")
