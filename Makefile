@@ -28,18 +28,18 @@ book: venv
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going --config _build/site_config.yml
 
 ## test: unit tests, nbval over every notebook on your device (small scale), site checks
-# The chapters with shaped launches (3, 6, 7, 8, 10) run as on a small GPU: PoCL limited to
-# 64 work-items per work-group (POCL_MAX_WORK_GROUP_SIZE; other drivers ignore it), where
+# The chapters with shaped launches (3 to 8, and 10) run as on a small GPU: PoCL limited to
+# 32 work-items per work-group (POCL_MAX_WORK_GROUP_SIZE; other drivers ignore it), where
 # every launch shape must come from the device and the checked outputs must still equal
 # the stored ones. The other notebooks run with the device's own limits.
 # Tests run in TEST_WORKERS processes (pytest-xdist; a notebook's cells stay together on one
 # worker, --dist loadscope): most of a first run is PoCL compiling kernels, one core each.
-SMALL_DEVICE_NOTEBOOKS := $(addprefix notebooks/,03_reduction.ipynb 06_covariance.ipynb 07_scan.ipynb 08_lsq.ipynb 10_multi_gpu.ipynb)
+SMALL_DEVICE_NOTEBOOKS := $(addprefix notebooks/,03_reduction.ipynb 04_vector_types.ipynb 05_transpose.ipynb 06_covariance.ipynb 07_scan.ipynb 08_lsq.ipynb 10_multi_gpu.ipynb)
 TEST_WORKERS ?= 2
 PYTEST := $(VPY) -m pytest -p no:cacheprovider -n $(TEST_WORKERS) --dist loadscope
 test: venv
 	GPUBOOK_SCALE=small $(PYTEST) tests $(filter-out $(SMALL_DEVICE_NOTEBOOKS),$(NOTEBOOKS)) --nbval-lax --nbval-current-env
-	POCL_MAX_WORK_GROUP_SIZE=64 GPUBOOK_SCALE=small $(PYTEST) $(SMALL_DEVICE_NOTEBOOKS) --nbval-lax --nbval-current-env
+	POCL_MAX_WORK_GROUP_SIZE=32 GPUBOOK_SCALE=small $(PYTEST) $(SMALL_DEVICE_NOTEBOOKS) --nbval-lax --nbval-current-env
 
 ## kernel-builds: record every kernel build that `make test` makes (files, -D options,
 ## preamble) into tests/data/kernel_builds.json, which tests/test_strict_compile.py
