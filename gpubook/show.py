@@ -109,3 +109,14 @@ def end_chapter(reason):
     if not getattr(shell, "_gpubook_ended", False):
         shell.input_transformers_cleanup.append(lambda lines: ["pass\n"])
         shell._gpubook_ended = True
+
+
+def answer(*sentences):
+    """An exercise's answer, shown under its solution's output: the solution cell
+    (tagged `hide-cell`) ends with it, so the page folds the code, what it printed
+    and the answer that reads it into one toggle, under the question and its
+    prediction prompt. Sentences that judge a measurement come from gb.claim."""
+    from IPython.display import Markdown, display
+
+    text = " ".join(str(getattr(s, "sentence", s)).strip() for s in sentences if str(s).strip())
+    display(Markdown(f"*Answer.* {text}"))

@@ -65,3 +65,14 @@ REFERENCE = sorted(p for d in ("nvidia-h200", "nvidia-h100-80gb-hbm3") for p in 
 @pytest.mark.parametrize("path", REFERENCE, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_every_claim_in_a_reference_record_held(path):
     assert not claims.failed_in(json.loads(path.read_text())), path
+
+
+def test_an_answer_reads_its_claims(monkeypatch):
+    import IPython.display
+    from gpubook import show
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj.data))
+    c = claims.evaluate("less", "ratio < traffic", HELD, FAILED, ratio=1.5, traffic=4)
+    show.answer("In this run", c, "")
+    assert shown == ["*Answer.* In this run the time grows less than the traffic (1.50× for 4×)"]
