@@ -16,8 +16,12 @@ def little_sentence(little, arch_name=None, glue_name=None, glue=True):
     claims go into the record. `little`: gpubook.limits.bytes_in_flight's dict."""
     item = little.get("per_item_bytes")
     if not item:
-        return ("How many work-items a compute unit of this device holds at once is not known here, "
+        text = ("How many work-items a compute unit of this device holds at once is not known here, "
                 "so the bytes each work-item must keep in flight are not worked out.")
+        if glue and glue_name:
+            from ...show import glue as _glue
+            _glue(**{glue_name: text})
+        return text
     resident = little["resident_items"]
     head = (f"A compute unit{' of ' + arch_name if arch_name else ''} holds at most {resident:,} "
             f"work-items, so each must keep {item:.1f} bytes in flight: ")
@@ -140,10 +144,10 @@ def banks(slow2, slow32, slow_odd):
                   "stride 2 {slow2:.2f}×, stride 32 {slow32:.1f}×)",
                   slow2=slow2, slow32=slow32, slow_odd=slow_odd)
     below = claim("banks_below_model", "slow2 < 2 and slow32 < 32",
-                  "but each step costs less than the model's count of turns ({slow2:.2f}× for 2, "
+                  "each step costs less than the model's count of turns ({slow2:.2f}× for 2, "
                   "{slow32:.1f}× for 32): the model counts only the turns of the conflicting load, while "
                   "the time also holds the loop's other instructions, which conflicts do not repeat",
-                  "and the steps cost at least the model's count of turns ({slow2:.2f}× for 2, "
+                  "the steps cost at least the model's count of turns ({slow2:.2f}× for 2, "
                   "{slow32:.1f}× for 32)",
                   slow2=slow2, slow32=slow32)
     return order, below
@@ -155,3 +159,31 @@ def stride_exercise(s16, s17, s32):
                  "The order is the model's: stride 17 costs nothing, 16 costs less than 32",
                  "The order is not the model's here (16: {s16:.2f}×, 17: {s17:.2f}×, 32: {s32:.2f}×)",
                  s16=s16, s17=s17, s32=s32)
+
+
+def fma_ramp(records, best):
+    """Chapter 0: how many work-items per compute unit the FMA loop needs to reach 90% of
+    its best rate."""
+    enough = min((r["items_per_cu"] for r in records if r["rate"] >= 0.9 * best), default=None)
+    return claim("fma_needs_thousands", "enough >= 1000",
+                 "It needs about a thousand work-items per compute unit or more to get there (90% of "
+                 "its best first at {enough:,.0f})",
+                 "It gets there with few work-items per compute unit (90% of its best at {enough:,.0f})",
+                 enough=enough)
+
+
+def small_copies(records, best, empty_us, floats=2**20):
+    """Chapter 0: the float4 copy at `floats` against its best, and its time against
+    the event time of an empty kernel."""
+    row = next((r for r in records if r["variant"] == "float4" and r["floats"] == floats), None)
+    rate = None if row is None else row["rate"]
+    t_us = None if row is None else 8 * floats / rate / 1e3
+    return claim("copy_small_fixed_cost", "rate < 0.5 * best and t_us < 2 * empty_us",
+                 "At {floats:,.0f} elements the `float4` copy ran at {share:.0%} of its best and took "
+                 "{t_us:.1f} µs, within twice the {empty_us:.1f} µs an empty kernel takes: the copy is "
+                 "over before the memory system is busy, and the fixed cost of a launch dominates",
+                 "At {floats:,.0f} elements the `float4` copy already ran at {share:.0%} of its best "
+                 "({t_us:.1f} µs, against {empty_us:.1f} µs for an empty kernel)",
+                 missing="this run did not measure the copy at a million elements",
+                 rate=rate, best=best, t_us=t_us, empty_us=empty_us, floats=floats,
+                 share=None if rate is None else rate / best)

@@ -29,6 +29,44 @@ def _blank(ax):
     ax.axis("off")
 
 
+def local_label(f):
+    """A compute unit's local memory as the figure labels it: per compute unit (the data
+    sheet's, where known) and the most one work-group may take (what OpenCL reports)."""
+    if f.get("local_cu_kib"):
+        return f"local {f['local_cu_kib']} KiB\n(≤ {f['local_kib']} KiB per group)"
+    return f"local ≤ {f['local_kib']} KiB\nper group"
+
+
+def cache_label(f):
+    """The cache in front of global memory: the data sheet's L2 where known, and what
+    OpenCL reports as its global-memory cache, for what it is."""
+    from ...curves import human_bytes
+
+    reported = f"OpenCL reports a global-memory cache of {human_bytes(f['cache_bytes'])}"
+    if f.get("cache_per_cu_bytes"):
+        reported += f" ({f['compute_units']} x {human_bytes(f['cache_per_cu_bytes'])})"
+    if f.get("l2_bytes"):
+        return f"behind an L2 of {human_bytes(f['l2_bytes'])} (data sheet);\n{reported}"
+    return f"behind caches; {reported}"
+
+
+def cache_lines(ax, f):
+    """Vertical lines on a working-set axis: what OpenCL reports as the global-memory
+    cache (dotted) and the data sheet's L2 (dashed), each labelled for what it is."""
+    from ...curves import human_bytes
+
+    lines = []
+    if f.get("cache_bytes"):
+        per_cu = f" = {f['compute_units']} x {human_bytes(f['cache_per_cu_bytes'])}" if f.get("cache_per_cu_bytes") else ""
+        lines.append((f["cache_bytes"], ":", f"OpenCL's global-memory cache{per_cu}"))
+    if f.get("l2_bytes"):
+        lines.append((f["l2_bytes"], "--", f"L2, data sheet ({human_bytes(f['l2_bytes'])})"))
+    for x, style, text in lines:
+        _ = ax.axvline(x, color="gray", linestyle=style, linewidth=1)
+        _ = ax.annotate(text, xy=(x, 0.97), xycoords=("data", "axes fraction"), fontsize=8, ha="right",
+                        va="top", rotation=90)
+
+
 def execution_model(f, groups_shown=12, group_size=256):
     """Two panels: the NDRange the host launches (work-groups of `group_size`
     work-items, split into warps of f['warp']) and the device that runs it
@@ -76,12 +114,12 @@ def execution_model(f, groups_shown=12, group_size=256):
         for w in range(3):
             _box(right, x + 0.015, 0.68 - w * 0.1, 0.17, 0.075, f"{word}", color=f"C{(i + 3 * w) % 10}",
                  size=7, va="center")
-        _box(right, x + 0.015, 0.36, 0.17, 0.07, f"local {f['local_kib']} KiB", color="#fff2cc", size=7,
+        _box(right, x + 0.015, 0.36, 0.17, 0.07, local_label(f), color="#fff2cc", size=6.5,
              va="center")
     if f["compute_units"] > shown:
         right.text(0.07 + (shown - 1) * 0.225 - 0.012, 0.58, "...", fontsize=14, ha="center")
-    _box(right, 0.07, 0.07, 0.86, 0.2, f"global memory {f['global_gib']:.0f} GiB, behind a cache of "
-         f"{f['cache_bytes'] / 2**20:.0f} MiB (as reported)", color="#e2f0d9", size=8, va="center")
+    _box(right, 0.07, 0.07, 0.86, 0.2, f"global memory {f['global_gib']:.0f} GiB, " + cache_label(f),
+         color="#e2f0d9", size=8, va="center")
     fig.text(0.5, 0.005, f"Work-groups go to compute units in an order the hardware chooses; each compute unit "
              f"issues one instruction for a whole {word} ({warp} work-items) at a time.",
              ha="center", fontsize=8.5)

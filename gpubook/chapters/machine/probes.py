@@ -231,8 +231,10 @@ def hierarchy_levels(f, latency, bandwidth, local_gbs, h2d_gbs, arch=None):
     best = max(bandwidth, key=lambda r: r["rate"])
     return [
         ("registers (private memory)", regs, "bandwidth not measured", "latency not measured"),
-        ("local memory", f"{f['local_kib']} KiB per work-group", f"{local_gbs:,.0f} GB/s", "latency not measured"),
-        ("caches", f"{human_bytes(f['cache_bytes'])} reported", f"{best['rate']:,.0f} GB/s at "
+        ("local memory", (f"{f['local_cu_kib']} KiB per compute unit, " if f.get("local_cu_kib") else "")
+         + f"{f['local_kib']} KiB per work-group", f"{local_gbs:,.0f} GB/s", "latency not measured"),
+        ("caches", (f"L2 {human_bytes(f['l2_bytes'])} (data sheet); " if f.get("l2_bytes") else "")
+         + f"{human_bytes(f['cache_bytes'])} reported by OpenCL", f"{best['rate']:,.0f} GB/s at "
          f"{human_bytes(best['bytes'])}", f"{small_lat:,.1f} ns at {human_bytes(latency[0]['bytes'])}"),
         ("global memory", f"{f['global_gib']:.0f} GiB", f"{bandwidth[-1]['rate']:,.0f} GB/s read",
          f"{big_lat:,.0f} ns"),
