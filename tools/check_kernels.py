@@ -90,6 +90,26 @@ NOT_RUN = {
 
 REPORT_START = re.compile(r"^\S.*")
 
+# A pytest plugin each case loads (-p): Oclgrind 21.10's --uninitialized check takes a
+# buffer set by clEnqueueFillBuffer with a pattern shorter than the region as
+# uninitialised past the first pattern, and keeps it so even after a kernel stores to
+# it (a kernel that writes s[g] from every group, then one that copies s to local
+# memory: every element but the first is "uninitialized"; a fill whose pattern covers
+# the whole region, or clEnqueueWriteBuffer, is clean). Under the checker only, every
+# fill becomes a blocking write of the same bytes, so the kernels see the same data
+# and the check still sees what a kernel leaves unwritten.
+FILL_AS_WRITE = """
+import numpy as np
+import pyopencl as cl
+
+def _fill_as_write(queue, mem, pattern, offset, size, wait_for=None):
+    pat = np.frombuffer(np.asarray(pattern).tobytes(), np.uint8)
+    host = np.resize(pat, size)
+    return cl.enqueue_copy(queue, mem, host, dst_offset=offset, wait_for=wait_for, is_blocking=True)
+
+cl.enqueue_fill_buffer = _fill_as_write
+"""
+
 
 def reports(log_text):
     """Oclgrind's messages: blocks of lines separated by blank lines."""
@@ -115,12 +135,14 @@ def run_case(name, nodes, uninitialized, timeout, oclgrind):
     with tempfile.TemporaryDirectory(prefix="check_kernels_") as tmp:
         log = Path(tmp) / "oclgrind.log"
         used = Path(tmp) / "kernels.log"
+        (Path(tmp) / "check_kernels_fill.py").write_text(FILL_AS_WRITE)
         flags = ["--data-races"] + (["--uninitialized"] if uninitialized else [])
         cmd = [oclgrind, *flags, "--max-errors", "50", "--log", str(log),
-               sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header", *nodes]
+               sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "check_kernels_fill",
+               "--no-header", *nodes]
         env = {**os.environ, "PYOPENCL_CTX": "0", "GPUBOOK_SCALE": "small",
                "GPUBOOK_KERNEL_LOG": str(used),
-               "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+               "PYTHONPATH": os.pathsep.join([tmp, str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
         env.pop("GPUBOOK_BUILD_LOG", None)
         start = time.perf_counter()
         try:
