@@ -111,6 +111,7 @@ def test_chapter1_exercise_holds_on_the_stored_h200_outputs():
     c, share = lc.more_examples(g["ex_naive_growth"], g["ex_merged_growth"], 8)
     held(c)
     assert share["merged"] > share["naive"]
+    held(lc.wider_rows_gain(g["ex_k8"], g["ex_k32"]))
 
 
 @pytest.mark.parametrize("slug", DEVICES)
