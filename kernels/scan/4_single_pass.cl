@@ -9,8 +9,9 @@
 // further back. Then it publishes its own inclusive prefix and writes its
 // tile with the exclusive prefix added. Data are read once and written once.
 // Flag and value share one 64-bit word, written with an atomic exchange and
-// read with a volatile load (one aligned 64-bit access, not cached), so a
-// reader never sees a flag without its value. Scan number `epoch` (1, 2, ...)
+// read with an atomic add of 0, so a reader never sees a flag without its
+// value (work-groups that talk through memory use atomics: a plain or
+// volatile load racing with the exchange is a data race). Scan number `epoch` (1, 2, ...)
 // of the same buffers uses flags 2*epoch - 1 and 2*epoch and takes tickets
 // from (epoch - 1) * tiles on, so that nothing needs resetting between scans:
 // a smaller flag is a previous scan's, and means "nothing published yet".
@@ -55,7 +56,7 @@ void scan_single_pass(__global const float *restrict x, __global float *restrict
             ulong word = INCLUSIVE << 32;                   // before tile 0: a prefix of 0
             if (j >= 0)
                 do {
-                    word = status[j];
+                    word = atom_add(status + j, (ulong)0);  // an atomic read
                 } while ((word >> 32) < AGGREGATE);
             window[lid] = word;
         }
