@@ -1,0 +1,96 @@
+"""The sentences chapter 6 says about its measurements, as claims (gpubook.claims):
+the full GEMM against step 4, and the three exercises. Every function takes the
+numbers the run printed; a None (a step that cannot run on a small device, a
+library that is absent) leaves its claim unsettled, in words."""
+from ...claims import claim
+
+
+def _said(name, relation, held, failed, missing, **values):
+    """A claim whose sentences stand alone in an exercise's answer: each ends with a full stop."""
+    return claim(name, relation, held + ".", failed + ".", missing + ".", **values)
+
+
+def _ratio(a, b):
+    return None if a is None or b is None or not b else a / b
+
+
+def gemm_against_step4(gemm_s, t4, gemm_flops, useful_flops):
+    """cuBLAS's full GEMM XᵀX against step 4, each at the rate it executes: GEMM its
+    2·m·n² flops, step 4 the m·n(n+1) of one triangle. Step 4's GEMM-equivalent rate
+    counts the half of C that it skips, so it is no executed rate."""
+    gemm_rate = None if gemm_s is None else gemm_flops / gemm_s / 1e9
+    step4_rate = useful_flops / t4 / 1e9
+    return claim(
+        "cov_gemm_executed", "gemm_rate > step4_rate",
+        "The full GEMM (torch.matmul) took {gemm_ms:.1f} ms, {time_ratio:.2f}× step 4's time, for all "
+        "n² entries of C: it executes its 2·m·n² flops at {gemm_rate:,.0f} GFLOP/s, and step 4 executes "
+        "the m·n(n+1) of one triangle at {step4_rate:,.0f}, so GEMM's executed rate is {rate_ratio:.2f}× "
+        "step 4's. Step 4's {step4_equiv:,.0f} GFLOP/s GEMM-equivalent counts the half of C that it skips",
+        "The full GEMM (torch.matmul) took {gemm_ms:.1f} ms, {time_ratio:.2f}× step 4's time, for all "
+        "n² entries of C: it executes its 2·m·n² flops at {gemm_rate:,.0f} GFLOP/s, and step 4 executes "
+        "the m·n(n+1) of one triangle at {step4_rate:,.0f}, so step 4 executes its multiply-adds faster "
+        "than GEMM does ({rate_ratio:.2f}×)",
+        missing="No cuBLAS GEMM was measured in this run",
+        gemm_rate=gemm_rate, step4_rate=step4_rate, gemm_ms=None if gemm_s is None else gemm_s * 1e3,
+        time_ratio=_ratio(gemm_s, t4), rate_ratio=_ratio(gemm_rate, step4_rate),
+        step4_equiv=gemm_flops / t4 / 1e9)
+
+
+def tile_side(times, warp):
+    """Exercise 1: step 3 at T = 4, 8 and 16 ({T: seconds}, a T missing where the device
+    cannot run it). The global floats per multiply-add are 2/T; the local loads per
+    multiply-add are two at every T."""
+    t16 = times.get(16)
+    r8, r4 = _ratio(times.get(8), t16), _ratio(times.get(4), t16)
+    eight = _said("cov_ex1_t8", "r8 < 2",
+                  "T = 8 took {r8:.2f}× the time of T = 16 for 2× the global floats per multiply-add: "
+                  "the time grew less than the global traffic",
+                  "T = 8 took {r8:.2f}× the time of T = 16 for 2× the global floats per multiply-add: "
+                  "the time grew as much as the global traffic or more",
+                  "T = 8 and T = 16 did not both run here", r8=r8)
+    four = _said("cov_ex1_t4", "r4 >= 4",
+                 "T = 4 took {r4:.2f}× the time of T = 16 for 4× the global traffic, as much or more: its "
+                 "work-group of {items:.0f} work-items fills {fill:.0%} of a warp of {warp:.0f}, and a barrier "
+                 "comes every 4 rows",
+                 "T = 4 took {r4:.2f}× the time of T = 16 for 4× the global traffic: less than the traffic grew",
+                 "T = 4 and T = 16 did not both run here",
+                 r4=r4, items=16, warp=warp, fill=None if not warp else min(1.0, 16 / warp))
+    local = _said("cov_ex1_not_local", "r8 > 1.1",
+                  "The bound of two local loads per multiply-add is the same at every T, so it predicts the "
+                  "same time for all three; the time changed {r8:.2f}× from T = 16 to T = 8, so the local "
+                  "loads alone do not set step 3's pace at these sides",
+                  "The bound of two local loads per multiply-add is the same at every T, and the time "
+                  "barely moved from T = 16 to T = 8 ({r8:.2f}×): the local loads, not global memory, set "
+                  "step 3's pace",
+                  "The local-memory bound cannot be tested without T = 8 and T = 16", r8=r8)
+    return eight, four, local
+
+
+def block_per_item(t44, t88, regs44, regs88, occ44, occ88):
+    """Exercise 2: the 64 × 64 tile with 4 × 4 and 8 × 8 blocks per work-item: twice the
+    multiply-adds per local load, and the registers and occupancy of each build."""
+    ratio = _ratio(t88, t44)
+    time = _said("cov_ex2_not_halved", "ratio > 0.55",
+                 "8 × 8 took {ratio:.2f}× the time of 4 × 4: not half, though it does twice the "
+                 "multiply-adds per local load",
+                 "8 × 8 took {ratio:.2f}× the time of 4 × 4: about half, as the local loads per "
+                 "multiply-add predict",
+                 "One of the two blocks does not run here", ratio=ratio)
+    occ = _said("cov_ex2_occupancy", "occ88 < occ44",
+                "The 8 × 8 build takes {regs88:.0f} registers per work-item against {regs44:.0f}, and a "
+                "compute unit holds {occ88:.0%} of its warps against {occ44:.0%}: fewer warps to hide each "
+                "other's loads and barriers",
+                "The 8 × 8 build takes {regs88:.0f} registers per work-item against {regs44:.0f}, and a "
+                "compute unit still holds {occ88:.0%} of its warps against {occ44:.0%}",
+                "This device reports no registers, so the occupancy of the two builds is not known here",
+                regs44=regs44, regs88=regs88, occ44=occ44, occ88=occ88)
+    return time, occ
+
+
+def stages(t1, t2, chunks):
+    """Exercise 3: one local buffer (two barrier calls per chunk) against two (one)."""
+    return _said("cov_ex3_second_barrier", "abs(ratio - 1) < 0.1",
+                 "Two buffers took {ratio:.2f}× the time of one: the second barrier call in each of the "
+                 "{chunks:,.0f} chunks is worth less than a tenth of the time here",
+                 "Two buffers took {ratio:.2f}× the time of one: the builds differ by more than a tenth",
+                 "One of the two builds does not run here", ratio=_ratio(t2, t1), chunks=chunks)
