@@ -164,3 +164,20 @@ def test_chapter3_exercises_hold_on_the_stored_h200_outputs():
                                     if x["floats"] == r["n"] and x["variant"] == "4_multi")
     launch = rec("nvidia-h200", "00_device")["limits"]["launch_us"]
     held(*rc.grid(grid[1], grid[8], 4 * 2**22, datasheet_value("NVIDIA H200", "l2_bytes"), full4, launch))
+
+
+@pytest.mark.parametrize("slug", DEVICES)
+def test_chapter3_short_arrays_hold_on_the_records(slug):
+    r = rec(slug, "03_device_reduction")
+    small = min(x["floats"] for x in r["sweep"])
+    rows = [x for x in r["sweep"] if x["floats"] == small and x["variant"][0].isdigit()]
+    assert len(rows) == 5
+    held(rc.short_arrays([x["rate"] for x in rows], [x["median_s"] * 1e6 for x in rows],
+                         rec(slug, "00_device")["limits"]["launch_us"], small))
+
+
+@pytest.mark.parametrize("slug", DEVICES)
+def test_chapter1_cpu_claims_hold_on_the_records(slug):
+    gpu = [r["rate"] for r in rec(slug, "01_loop_order")["steps"]]
+    cpu = [r["rate"] for r in rec("cpu-skylake-avx512-intel-r-xeon-r-processor", "01_loop_order")["steps"]]
+    held(*lc.cpu_against_gpu(cpu, gpu))

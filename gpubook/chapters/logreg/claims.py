@@ -90,3 +90,23 @@ def wider_rows_gain(k8, k32):
                  "reordering gained less at $K$ = 32 ({k32:.2f}×) than at $K$ = 8 ({k8:.2f}×)",
                  "reordering gained at least as much at $K$ = 32 ({k32:.2f}×) as at $K$ = 8 ({k8:.2f}×)",
                  k8=k8, k32=k32)
+
+
+def cpu_against_gpu(cpu_rates, gpu_rates):
+    """Chapter 1: a CPU's three kernels (iterations/s, from a CPU run: this one or a record)
+    against a GPU's, one work-item each. Either may be None where no such run exists."""
+    cpu_best = max(cpu_rates) if cpu_rates else None
+    faster = claim("cpu_core_beats_lane", "cpu_best >= 2 * gpu_best",
+                   "A CPU core runs a single work-item {ratio:.1f} times faster than one GPU lane",
+                   "A CPU core runs a single work-item no more than twice as fast as one GPU lane here "
+                   "({ratio:.1f} times)",
+                   missing="No CPU and GPU run of this chapter are both recorded, so a CPU core and a GPU "
+                           "lane are not compared",
+                   cpu_best=cpu_best, gpu_best=max(gpu_rates) if gpu_rates else None,
+                   ratio=cpu_best / max(gpu_rates) if cpu_rates and gpu_rates else None)
+    close = claim("cpu_kernels_close", "spread < 2",
+                  "There the three kernels lie within a factor of two of each other ({spread:.2f}×)",
+                  "There the three kernels lie {spread:.2f}× apart",
+                  missing="No CPU run of this chapter is recorded",
+                  spread=max(cpu_rates) / min(cpu_rates) if cpu_rates else None)
+    return faster, close

@@ -104,3 +104,16 @@ def grid(gbs1, gbs8, nbytes, l2_bytes, full_gbs4, launch_us):
               "and the sum ran at {share:.0%} of step 4's rate at the full length",
               gbs8=gbs8, full_gbs4=full_gbs4, t8_us=t8_us, launch_us=launch_us, share=gbs8 / full_gbs4),
     ]
+
+
+def short_arrays(rates, times_us, launch_us, floats):
+    """The shortest array of the sweep: the five steps' read rates (GB/s) and times (µs),
+    against chapter 0's cost of a launch queued back to back."""
+    spread = max(rates) / min(rates) if rates and min(rates) > 0 else None
+    return claim("red_short_same", "spread < 1.5",
+                 "At {floats:,.0f} floats a sum took {t_lo:.0f} to "
+                 "{t_hi:.0f} µs, against chapter 0's {launch_us:.1f} µs per launch, and the five steps ran "
+                 "within {spread:.2f}× of each other: the passes decide, not the kernel",
+                 "At {floats:,.0f} floats a sum took {t_lo:.0f} to {t_hi:.0f} µs, against chapter 0's "
+                 "{launch_us:.1f} µs per launch, and the five steps ran {spread:.2f}× apart",
+                 spread=spread, floats=floats, t_lo=min(times_us), t_hi=max(times_us), launch_us=launch_us)
