@@ -181,3 +181,15 @@ def test_chapter1_cpu_claims_hold_on_the_records(slug):
     gpu = [r["rate"] for r in rec(slug, "01_loop_order")["steps"]]
     cpu = [r["rate"] for r in rec("cpu-skylake-avx512-intel-r-xeon-r-processor", "01_loop_order")["steps"]]
     held(*lc.cpu_against_gpu(cpu, gpu))
+
+
+def test_chapter2_fixed_cost_holds_on_the_stored_h200_outputs():
+    g, _ = stored("02_work_items")
+    held(lc.fixed_cost(g["c_share"], g["rest_share"]))
+
+
+@pytest.mark.parametrize("slug", DEVICES)
+def test_chapter3_flattening_holds_on_the_records(slug):
+    tree = {r["work_items"]: r["rate"] for r in rec(slug, "03_reduction")["sweep"] if r["variant"].startswith("tree")}
+    top = max(tree)
+    held(rc.flattening(tree[top], tree[top // 4], top))

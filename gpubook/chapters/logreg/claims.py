@@ -110,3 +110,12 @@ def cpu_against_gpu(cpu_rates, gpu_rates):
                   missing="No CPU run of this chapter is recorded",
                   spread=max(cpu_rates) / min(cpu_rates) if cpu_rates else None)
     return faster, close
+
+
+def fixed_cost(c_share, rest_share):
+    """Chapter 2: the fit's fixed cost c against the measured cost without examples, both
+    as shares of an iteration at the best N."""
+    return claim("fixed_cost_in_examples", "rest_share < c_share / 2",
+                 "So most of the cost that does not shrink with $N$ is in the examples",
+                 "So the fit's fixed cost is mostly the reduction's, as the model assumed",
+                 c_share=c_share, rest_share=rest_share)

@@ -117,3 +117,14 @@ def short_arrays(rates, times_us, launch_us, floats):
                  "At {floats:,.0f} floats a sum took {t_lo:.0f} to {t_hi:.0f} µs, against chapter 0's "
                  "{launch_us:.1f} µs per launch, and the five steps ran {spread:.2f}× apart",
                  spread=spread, floats=floats, t_lo=min(times_us), t_hi=max(times_us), launch_us=launch_us)
+
+
+def flattening(rate_max, rate_quarter, n_max):
+    """The training half: the tree's rate at the largest group against a quarter of it."""
+    return claim("tree_flattens", "rate_max / rate_quarter < 1.5",
+                 "at large groups the curve rises only slowly: from $N$ = {n_quarter:,.0f} to {n_max:,.0f}, "
+                 "four times the work-items, the rate rose {ratio:.2f}×",
+                 "at large groups the curve still rises: from $N$ = {n_quarter:,.0f} to {n_max:,.0f} the "
+                 "rate rose {ratio:.2f}×",
+                 rate_max=rate_max, rate_quarter=rate_quarter, n_max=n_max, n_quarter=n_max / 4,
+                 ratio=rate_max / rate_quarter if rate_quarter else None)
