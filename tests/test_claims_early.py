@@ -193,3 +193,10 @@ def test_chapter3_flattening_holds_on_the_records(slug):
     tree = {r["work_items"]: r["rate"] for r in rec(slug, "03_reduction")["sweep"] if r["variant"].startswith("tree")}
     top = max(tree)
     held(rc.flattening(tree[top], tree[top // 4], top))
+
+
+@pytest.mark.parametrize("slug", DEVICES)
+def test_machine_page_levels_hold_on_the_records(slug):
+    m = rec(slug, "00_machine")
+    held(mc.levels(max(r["rate"] for r in m["bandwidth_curve"]), m["read_gbs"],
+                   rec(slug, "00_device")["limits"]["h2d_gbs"], m["local_gbs"]))

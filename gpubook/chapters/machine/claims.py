@@ -187,3 +187,17 @@ def small_copies(records, best, empty_us, floats=2**20):
                  missing="this run did not measure the copy at a million elements",
                  rate=rate, best=best, t_us=t_us, empty_us=empty_us, floats=floats,
                  share=None if rate is None else rate / best)
+
+
+def levels(cache_gbs, read_gbs, h2d_gbs, local_gbs):
+    """The machine page: the measured levels below the compute unit, fastest first, and
+    local memory's stride-1 rate against the caches' best."""
+    return claim("levels_slower_down", "cache_gbs > read_gbs > h2d_gbs",
+                 "Below the compute unit each level is larger and slower per byte: {cache_gbs:,.0f} GB/s from "
+                 "the caches at best, {read_gbs:,.0f} from device memory, {h2d_gbs:,.1f} over the link to the "
+                 "host. Local memory, read at stride 1 by this page's kernel, gave {local_gbs:,.0f} GB/s, "
+                 "{local_ratio:.2f} times the caches' best",
+                 "The measured levels are not in the order of their sizes: {cache_gbs:,.0f} GB/s from the "
+                 "caches at best, {read_gbs:,.0f} from device memory, {h2d_gbs:,.1f} over the link",
+                 cache_gbs=cache_gbs, read_gbs=read_gbs, h2d_gbs=h2d_gbs, local_gbs=local_gbs,
+                 local_ratio=local_gbs / cache_gbs if cache_gbs else None)
