@@ -9,6 +9,7 @@ import pytest
 
 from gpubook import show
 from gpubook.chapters.covariance import claims as cov
+from gpubook.chapters.lsq import claims as lsq
 from gpubook.paths import RESULTS, ROOT
 
 DEVICES = ("nvidia-h200", "nvidia-h100-80gb-hbm3")
@@ -79,3 +80,37 @@ def test_chapter6_exercises_on_a_small_device_say_what_is_missing():
     eight, four, local = cov.tile_side({4: 1.0}, 32)
     assert eight.held is None and four.held is None and local.held is None
     assert all("nan" not in c.sentence.lower() for c in (eight, four, local))
+
+
+@pytest.mark.parametrize("slug", DEVICES)
+def test_chapter8_claims_hold_on_the_records(slug):
+    d, dev = data(slug, "08_lsq"), data(slug, "00_device")
+    step3 = d["blocked"][str(d["nb_best"])]["median_s"]
+    all_hold(lsq.step3_against_cusolver(step3, d["cusolver_qr_s"]))
+    mma, shape = lsq.f64_mma_in(dev)
+    c = lsq.fp64_tensor_cores(mma, shape, d["fp64_gflops"], "m16n8k4")  # sm_90: Hopper's shape
+    all_hold(c)
+    # what each record measured: the H200's older m8n8k4 loop at the FMA rate, the H100's m16n8k4 above it
+    assert (shape, c.values["ratio"] > 1.5) in (("m8n8k4", False), ("m16n8k4", True))
+
+
+def test_chapter8_without_nvidia_libraries_says_so_in_words():
+    c = lsq.step3_against_cusolver(0.5, None)
+    assert c.held is None and "no NVIDIA library" in c.sentence
+    assert "not compared with cuSOLVER" in lsq.times_vendor(0.5, None)
+    t = lsq.fp64_tensor_cores(None, None, 27000.0, None)
+    assert t.held is None and "no FP64 tensor-core rate" in t.sentence
+    assert all("nan" not in x.lower() for x in (c.sentence, t.sentence, lsq.times_vendor(0.5, None)))
+
+
+def test_chapter8_exercises_hold_on_the_stored_h200_outputs():
+    text = printed("08_lsq")
+    rates = {int(a): number(b) for a, b in re.findall(r"WG = +(\d+): +([\d,]+) rows/s", text)}
+    all_hold(lsq.row_group_exercise(rates))
+    d = data("nvidia-h200", "08_lsq")
+    shares = {int(w): 100 * b["by_kernel"]["house_step"] / sum(b["by_kernel"].values())
+              for w, b in d["blocked"].items()}
+    all_hold(lsq.panel_share_exercise(shares))
+    t3, t4, work = re.search(r"k = 3: \d+ subsets in ([\d,]+) µs; k = 4: \d+ in ([\d,]+) µs: "
+                             r"[\d.]+× the time for ([\d.]+)× the work", text).groups()
+    all_hold(lsq.subset_size_exercise(number(t3) / 1e6, number(t4) / 1e6, float(work)))

@@ -1,0 +1,113 @@
+"""The sentences chapter 8 says about its measurements, as claims (gpubook.claims), and
+the comparisons with cuSOLVER in words where no NVIDIA library ran (never NaN)."""
+import re
+
+from ...claims import claim
+from ...records import device_slug, load_results
+
+NO_VENDOR = "no NVIDIA library could be measured on this device"
+
+
+def _said(name, relation, held, failed, missing, **values):
+    """A claim whose sentences stand alone in an exercise's answer: each ends with a full stop."""
+    return claim(name, relation, held + ".", failed + ".", missing + ".", **values)
+
+
+def times_vendor(seconds, vendor_s, what="cuSOLVER's time"):
+    """'1.23× cuSOLVER's time', or why there is no such figure."""
+    if not vendor_s:
+        return f"not compared with cuSOLVER: {NO_VENDOR}"
+    return f"{seconds / vendor_s:.2f}× {what}"
+
+
+def step3_against_cusolver(step3_s, cusolver_s):
+    return claim("lsq_step3_vs_cusolver", "ratio > 1",
+                 "cuSOLVER's QR took {cusolver_s:.3f} s on this GPU in the same run, and step 3 takes "
+                 "{ratio:.1f}× its time",
+                 "cuSOLVER's QR took {cusolver_s:.3f} s on this GPU in the same run, and step 3 takes "
+                 "less ({ratio:.2f}× its time)",
+                 missing="cuSOLVER's QR has no time here: " + NO_VENDOR,
+                 cusolver_s=cusolver_s or None, ratio=step3_s / cusolver_s if cusolver_s else None)
+
+
+def recorded_f64_mma(device, root=None):
+    """(GFLOP/s, shape) of chapter 0's FP64 mma loop as recorded for this device, else (None, None)."""
+    entry = load_results("00_device", root).get(device_slug(device))
+    return (None, None) if entry is None else f64_mma_in(entry["data"])
+
+
+def f64_mma_in(data):
+    """(GFLOP/s, shape) of the FP64 mma loop in chapter 0's record data. Older records name
+    the shape only in their check line."""
+    rate = data.get("limits", {}).get("fp64_mma_gflops")
+    tensor = data.get("tensor", {})
+    shape = tensor.get("shapes", {}).get("fp64_mma_gflops")
+    if shape is None:
+        found = re.match(r"(m\d+n\d+k\d+) FP64", tensor.get("checks", {}).get("f64", ""))
+        shape = found and found.group(1)
+    return rate, shape
+
+
+def fp64_tensor_cores(mma_gflops, shape, fma_gflops, own_shape):
+    """cuSOLVER's products may run on the FP64 tensor cores: what chapter 0 measured them
+    at, against the FP64 FMA chains. The shape decides it: a device's own shape runs above
+    the FMA rate (Hopper's m16n8k4 about twice it), Ampere's m8n8k4 on Hopper at it."""
+    own = 1 if shape is not None and shape == own_shape else 0
+    ratio = mma_gflops / fma_gflops if mma_gflops and fma_gflops else None
+    if own:
+        tail = "this device's own shape, so the tensor cores add FP64 rate that the FMA units lack"
+        other = "this device's own shape, yet no faster than the FMA chains"
+    else:
+        tail = (f"not this device's own shape ({own_shape}), and chapter 0 recorded no rate for "
+                "the device's own shape here")
+        other = f"not this device's own shape ({own_shape}), yet above the FMA rate"
+    return claim("lsq_fp64_tensor", "(ratio > 1.5) == (own == 1)",
+                 "chapter 0 measured the FP64 tensor cores (`mma.sync` {shape}) at {mma:,.0f} GFLOP/s against "
+                 "{fma:,.0f} for the FP64 FMA chains, {ratio:.2f}× their rate: " + tail,
+                 "chapter 0 measured the FP64 tensor cores (`mma.sync` {shape}) at {mma:,.0f} GFLOP/s against "
+                 "{fma:,.0f} for the FP64 FMA chains, {ratio:.2f}× their rate: " + other,
+                 missing="chapter 0 recorded no FP64 tensor-core rate for this device",
+                 mma=mma_gflops, fma=fma_gflops, ratio=ratio, shape=shape, own=own)
+
+
+def row_group_exercise(rates):
+    """Exercise 1: rows of n = 24 added by work-groups of each size ({size: rows/s})."""
+    best = max(rates, key=rates.get) if rates else None
+    worst = min(rates, key=rates.get) if rates else None
+    return _said("lsq_ex1_spread", "share > 0.8",
+                 "WG = {best_wg:.0f} added rows fastest ({best:,.0f} rows/s), and the slowest size, "
+                 "WG = {worst_wg:.0f}, ran at {share:.2f}× that rate: at this width the group size moves "
+                 "the rate by less than a fifth",
+                 "WG = {best_wg:.0f} added rows fastest ({best:,.0f} rows/s), and the slowest size, "
+                 "WG = {worst_wg:.0f}, ran at {share:.2f}× that rate: at this width the group size matters",
+                 "Fewer than two work-group sizes run here",
+                 best_wg=best, worst_wg=worst if len(rates) > 1 else None,
+                 best=rates.get(best), share=rates[worst] / rates[best] if len(rates) > 1 else None)
+
+
+def panel_share_exercise(shares):
+    """Exercise 2: house_step's share of step 3's kernel time at each panel width ({width: %})."""
+    narrow, wide = (min(shares), max(shares)) if len(shares) > 1 else (None, None)
+    return _said("lsq_ex2_share", "wide_pct >= narrow_pct",
+                 "In step 3's run above, `house_step` took {narrow_pct:.0f}% of the kernel time with panels "
+                 "of {narrow:.0f} columns and {wide_pct:.0f}% with {wide:.0f}: its share did not fall as the "
+                 "panels widened",
+                 "In step 3's run above, `house_step` took {narrow_pct:.0f}% of the kernel time with panels "
+                 "of {narrow:.0f} columns and {wide_pct:.0f}% with {wide:.0f}: its share fell as the panels "
+                 "widened, since the trailing updates grew",
+                 "Step 3 ran fewer than two panel widths here",
+                 narrow=narrow, wide=wide, narrow_pct=shares.get(narrow), wide_pct=shares.get(wide))
+
+
+def subset_size_exercise(t3, t4, work):
+    """Exercise 3: C(14, 3) against C(14, 4) subsets, `work` the ratio of their arithmetic."""
+    return _said("lsq_ex3_fixed_cost", "ratio < 0.5 * work",
+                 "k = 4 took {ratio:.1f}× the time of k = 3 for {work:.1f}× the work: the time grew far "
+                 "less than the work. A line through the two points puts {fixed_us:.1f} of k = 3's "
+                 "{t3_us:.1f} µs in a part that does not grow with the work: a launch this small is "
+                 "mostly fixed cost",
+                 "k = 4 took {ratio:.1f}× the time of k = 3 for {work:.1f}× the work: the time followed "
+                 "the work",
+                 "The two searches did not both run here",
+                 ratio=t4 / t3 if t3 and t4 else None, work=work, t3_us=t3 * 1e6 if t3 else None,
+                 fixed_us=(t3 - (t4 - t3) / (work - 1)) * 1e6 if t3 and t4 else None)
