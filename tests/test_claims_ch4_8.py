@@ -10,6 +10,7 @@ import pytest
 from gpubook import show
 from gpubook.chapters.covariance import claims as cov
 from gpubook.chapters.lsq import claims as lsq
+from gpubook.chapters.scan import claims as scan
 from gpubook.paths import RESULTS, ROOT
 
 DEVICES = ("nvidia-h200", "nvidia-h100-80gb-hbm3")
@@ -114,3 +115,21 @@ def test_chapter8_exercises_hold_on_the_stored_h200_outputs():
     t3, t4, work = re.search(r"k = 3: \d+ subsets in ([\d,]+) µs; k = 4: \d+ in ([\d,]+) µs: "
                              r"[\d.]+× the time for ([\d.]+)× the work", text).groups()
     all_hold(lsq.subset_size_exercise(number(t3) / 1e6, number(t4) / 1e6, float(work)))
+
+
+@pytest.mark.parametrize("slug", DEVICES)
+def test_chapter7_claims_hold_on_the_records(slug):
+    d = data(slug, "07_scan")
+    all_hold(scan.seed_rises(d["list_sweep"], "1_hillis_steele"))
+    at = {r["variant"]: r["median_s"] for r in d["pop_sweep"] if r["examples"] == d["n_pop"]}
+    all_hold(scan.population(at["sort + scan"], at["sort + rank sum"]))
+
+
+def test_chapter7_exercises_hold_on_the_stored_h200_outputs():
+    text = printed("07_scan")
+    items = {int(a): number(b) / 1e3 for a, b in re.findall(r"ITEMS= ?(\d+): +([\d.]+) ms", text)}
+    wg = int(re.search(r"ITEMS= 2: +[\d.]+ ms, [\d.]+ billion labels/s, [\d,]+ blocks of ([\d,]+) labels",
+                       text).group(1).replace(",", "")) // 2
+    all_hold(*scan.items_exercise(items, wg))
+    look = {int(a): number(b) / 1e3 for a, b in re.findall(r"LOOK= ?(\d+): ([\d.]+) ms", text)}
+    all_hold(*scan.look_exercise(look))

@@ -1,0 +1,72 @@
+"""The sentences chapter 7 says about its measurements, as claims (gpubook.claims).
+Each function takes what the run measured; the records' lists work as they are."""
+from ...claims import claim
+
+
+def _said(name, relation, held, failed, missing, **values):
+    """A claim whose sentences stand alone in an exercise's answer: each ends with a full stop."""
+    return claim(name, relation, held + ".", failed + ".", missing + ".", **values)
+
+
+def seed_rises(list_records, variant):
+    """The seed's one-work-group scan at each work-group size: does its rate rise at every step?"""
+    rows = sorted((r["work_items"], r["rate"]) for r in list_records if r["variant"] == variant)
+    drops = sum(1 for (_, a), (_, b) in zip(rows, rows[1:]) if b <= a)
+    return claim("scan_seed_rises", "drops == 0 and sizes > 1",
+                 "keeps rising with the work-group, from {first:.2f} at WG = {wg0:.0f} to {last:.2f} at "
+                 "WG = {wg1:.0f}",
+                 "does not rise at every step of the work-group ({drops:.0f} of {steps:.0f} steps fall)",
+                 drops=drops, sizes=len(rows), steps=max(len(rows) - 1, 0),
+                 first=rows[0][1] if rows else None, last=rows[-1][1] if rows else None,
+                 wg0=rows[0][0] if rows else None, wg1=rows[-1][0] if rows else None)
+
+
+def population(pop_scan_s, pop_rank_s):
+    """The rank-sum shortcut against the scan, per population."""
+    return claim("scan_rank_few_pct", "1 < gain < 1.1",
+                 "the shortcut is {gain:.2f}× faster, a few percent",
+                 "the shortcut is {gain:.2f}× as fast: not a gain of a few percent",
+                 gain=pop_scan_s / pop_rank_s)
+
+
+def items_exercise(times, groups):
+    """Exercise 1: step 2 at ITEMS = 2, 8 (and 32 where it fits): {ITEMS: seconds}, and
+    `groups` the work-group size (its blocks hold ITEMS × groups labels)."""
+    lo = min(times) if times else None
+    hi = max(times) if len(times) > 1 else None
+    ratio = times[hi] / times[lo] if hi else None
+    fewer = hi / lo if hi else None
+    faster = _said("scan_ex1_faster", "ratio < 1",
+                   "ITEMS = {hi:.0f} took {ratio:.2f}× the time of ITEMS = {lo:.0f}, with {fewer:.0f}× fewer "
+                   "blocks of {groups:.0f} work-items, so {fewer:.0f}× fewer work-group scans and barriers per "
+                   "label",
+                   "ITEMS = {hi:.0f} took {ratio:.2f}× the time of ITEMS = {lo:.0f}, though it has {fewer:.0f}× "
+                   "fewer blocks: fewer barriers per label did not pay here",
+                   "Only one ITEMS runs here", hi=hi, lo=lo, ratio=ratio, fewer=fewer, groups=groups)
+    less = _said("scan_ex1_less_than_barriers", "ratio > 1 / fewer",
+                 "The time fell less than the barriers per label ({ratio:.2f}× for {share:.2f}×): the rest "
+                 "is each work-item's own chain of additions and the loads, which do not shrink with the "
+                 "blocks",
+                 "The time fell as much as the barriers per label or more ({ratio:.2f}× for {share:.2f}×)",
+                 "Only one ITEMS runs here", ratio=ratio, fewer=fewer, share=1 / fewer if fewer else None)
+    return faster, less
+
+
+def look_exercise(times):
+    """Exercise 2: the single pass with look-back windows of 1, 4 and the widest ({LOOK: seconds})."""
+    wide = max(times)
+    saved = times[1] - times[wide]
+    most = _said("scan_ex2_four_most", "share > 0.5",
+                 "LOOK = 4 took {r4:.2f}× and LOOK = 1 {r1:.2f}× the time of LOOK = {wide:.0f}: a window of "
+                 "4 saved {share:.0%} of what a window of {wide:.0f} saved over 1",
+                 "LOOK = 4 took {r4:.2f}× and LOOK = 1 {r1:.2f}× the time of LOOK = {wide:.0f}: a window of "
+                 "4 saved only {share:.0%} of what a window of {wide:.0f} saved over 1",
+                 "The windows did not all run here", wide=wide, r4=times[4] / times[wide],
+                 r1=times[1] / times[wide], share=(times[1] - times[4]) / saved if saved > 0 else None)
+    further = _said("scan_ex2_wider_pays", "r4 > 1.05",
+                    "The widest window was still {r4:.2f}× faster than 4: the tiles a work-group waits on "
+                    "reach further back than 4, and reading their flags at once saves round trips",
+                    "The widest window was within 5% of 4 ({r4:.2f}×): 4 tiles cover those a work-group "
+                    "waits on, and a wider window adds nothing",
+                    "The windows did not all run here", r4=times[4] / times[wide])
+    return most, further
