@@ -7,7 +7,8 @@
 // of rbar is always updated by the same work-item, so only d and thetab (one
 // value per column, written by work-item 0) cross between work-items: their
 // new values are written one column late, after every work-item has read the
-// old ones. Where xi = 0 every work-item skips the update alike; the barrier
+// old ones (the column's barrier fences global memory too: a barrier with only
+// the local fence would not order those reads before that write). Where xi = 0 every work-item skips the update alike; the barrier
 // stays outside that branch, so every work-item meets every barrier.
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 
@@ -53,7 +54,7 @@ void includ_row_group(__global const double *restrict x, __global const double *
                 yelem -= xi * ti;
             }
             nextr += n - i - 1;
-            barrier(CLK_LOCAL_MEM_FENCE);    // every work-item meets every barrier
+            barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);   // every work-item meets every barrier
         }
         if (lid == 0 && late >= 0) {
             d[late] = late_d;
