@@ -33,11 +33,13 @@ def stream_blocks(stream, work, worker, read):
 class Covariance:
     """Chapter 6's streamed covariance over several devices: one `Stream` per
     device, row blocks taken from a shared queue, partial sums against one shift
-    added on the host in float64 (`sums.Sum`), each as soon as its device is done
-    (overlap) or all after the last one (overlap=False)."""
+    added on the host in float64 (`sums.Sum`) over `threads` host threads: all
+    in one pass after the last device (overlap=False), or each as soon as its
+    device is done (overlap=True)."""
 
-    def __init__(self, lanes, n, budget, tile, m=None, triangle=False):
-        self.lanes, self.n, self.triangle = lanes, n, triangle
+    def __init__(self, lanes, n, budget, tile, m=None, triangle=False, threads=None, overlap=False):
+        self.lanes, self.n, self.triangle, self.threads = lanes, n, triangle, threads or THREADS
+        self.overlap = overlap
         self.streams = [Stream(lane.ctx, lane.device, n, budget, tile, m) for lane in lanes]
         self.rows = self.streams[0].rows
         self.sum = None  # the host's float64 sum, its matrix reused from run to run
@@ -47,15 +49,15 @@ class Covariance:
         return None if self.sum is None else self.sum.out
 
     def _total(self):
-        if self.sum is None or self.sum.triangle != self.triangle:
+        if self.sum is None or (self.sum.triangle, self.sum.threads) != (self.triangle, self.threads):
             out = self.out
             if self.sum is not None:
                 self.sum.close()
-            self.sum = Sum(self.n, THREADS, self.triangle, out)
+            self.sum = Sum(self.n, self.threads, self.triangle, out)
         self.sum.start()
         return self.sum
 
-    def run(self, x, count=None, read=None, overlap=True):
+    def run(self, x, count=None, read=None, overlap=None):
         """C (float64, in an array the next run reuses) of the m x n float32
         host array x on the first `count` devices. `read(device index, first row, rows, slot)` may supply the blocks
         instead of slices of x (x then gives only the shape and the shift).
@@ -72,7 +74,8 @@ class Covariance:
             raise ValueError(f"count must be 1 to {len(self.lanes)}, not {count}")
         work = Work(blocks(m, self.rows))
         shift = np.array(x[0], np.float32)
-        total, self.failed, done = self._total(), {}, {}
+        overlap = self.overlap if overlap is None else overlap
+        total, self.failed, done, pending = self._total(), {}, {}, []
         t0 = time.perf_counter_ns()
 
         def drive(k):
@@ -86,6 +89,8 @@ class Covariance:
                 work.give_back(k)
                 self.failed[k] = f"{type(err).__name__}: {err}"
                 return None
+            if stream.count == 0:  # the others took every block: nothing to add
+                return None
             done[k] = stream.readback_ns
             if not overlap:
                 return k, s, col
@@ -94,17 +99,16 @@ class Covariance:
 
         alive = list(range(count))
         while True:
-            for part in in_threads(lambda i: drive(alive[i]), len(alive)):
-                if part is not None:  # overlap=False: every partial once this round's devices are done
-                    total.add(part[1], part[2], "float64 add")
+            pending = [(p[1], p[2]) for p in in_threads(lambda i: drive(alive[i]), len(alive)) if p]
             alive = [k for k in alive if k not in self.failed]
             if not work.left():
                 break
             if not alive:
                 raise RuntimeError("every device failed: " + "; ".join(f"{self.lanes[k].name} ({k}): {why}"
                                                                         for k, why in self.failed.items()))
+            total.add_all(pending, label="float64 add")  # a device failed: its blocks need another round
         last = max(done.values())
-        c = total.finish(m)
+        c = total.add_all(pending, m, label="float64 add") if not overlap else total.finish(m)
         end = time.perf_counter_ns()
         self.seconds, self.host_seconds = (end - t0) * 1e-9, (end - last) * 1e-9
         self.taken, self.count, self._clock, self._done = work.by_worker(count), count, (t0, last, end), set(done)

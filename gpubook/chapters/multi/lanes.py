@@ -124,8 +124,7 @@ def add_sums(parts, threads=None):
     """Σ over parts of (S, column sums), in float64, added in the parts' order."""
     total = Sum(parts[0][0].shape[0], threads)
     try:
-        for s, col in parts:
-            total.add(s, col)
+        total.add_all(parts)
         return total.total()
     finally:
         total.close()
@@ -133,14 +132,12 @@ def add_sums(parts, threads=None):
 
 def combine(parts, m, out=None, threads=None):
     """C = S/m - d dᵀ (d = column sums / m) from the parts' (S, column sums)
-    against one shift, added in float64 in bands of rows over the host's cores
+    against one shift, added in float64 in one pass over bands of rows on the host's cores
     (gpubook.chapters.multi.sums.Sum) and written to `out` (float64 unless given:
     reusing an array saves the first touch of fresh memory)."""
     total = Sum(parts[0][0].shape[0], threads, out=out)
     try:
-        for s, col in parts:
-            total.add(s, col)
-        return total.finish(m)
+        return total.add_all(parts, m)
     finally:
         total.close()
 

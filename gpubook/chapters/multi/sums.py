@@ -24,10 +24,11 @@ def host_threads():
         return os.cpu_count() or 4
 
 
-def bands(n, threads, itemsize=8, cache=1 << 20):
-    """(first row, end row) bands of an n x n matrix: at least four per thread,
-    each at most `cache` bytes of rows."""
-    rows = max(1, min(-(-n // (4 * threads)), cache // max(1, n * itemsize)))
+def bands(n, threads):
+    """(first row, end row) bands of an n x n matrix, one per thread: few and
+    large, so that the Python between NumPy's calls (which holds the GIL) stays
+    small against the calls' own work, which runs without it."""
+    rows = max(1, -(-n // max(1, threads)))
     return [(r0, min(n, r0 + rows)) for r0 in range(0, n, rows)]
 
 
@@ -43,7 +44,7 @@ class Sum:
         self.out = np.empty((n, n)) if out is None else out
         if self.out.shape != (n, n):
             raise ValueError(f"out has shape {self.out.shape}, not {(n, n)}")
-        self.bands = bands(n, self.threads, self.out.itemsize)
+        self.bands = bands(n, self.threads)
         self.locks = [threading.Lock() for _ in self.bands]
         self._lock, self._local = threading.Lock(), threading.local()
         self.pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
@@ -68,28 +69,46 @@ class Sum:
         """Add one partial: S (n x n, any float dtype; when triangle, only the
         lower triangle and the diagonal squares of the bands are read) and its
         column sums."""
-        if s.shape != (self.n, self.n):
-            raise ValueError(f"a partial of shape {s.shape} for a sum of {(self.n, self.n)}")
+        self.add_all([(s, col)], label=label)
+
+    def add_all(self, parts, m=None, label="add"):
+        """Add several partials in one pass over each band (a band stays in
+        cache while every partial is added to it) and, given m, finish C in the
+        same pass: the least memory traffic when the partials are all in."""
+        if not parts and m is not None:
+            return self.finish(m)
+        for s, _ in parts:
+            if s.shape != (self.n, self.n):
+                raise ValueError(f"a partial of shape {s.shape} for a sum of {(self.n, self.n)}")
         t0 = time.perf_counter_ns()
         with self._lock:
-            first, self.adds = self.adds, self.adds + 1
-            self.cols.append(np.asarray(col, np.float64))
+            first, self.adds = self.adds, self.adds + len(parts)
+            self.cols += [np.asarray(col, np.float64) for _, col in parts]
+        if m is not None and not self.cols:
+            raise ValueError("no partial was added")
+        d = None if m is None else np.sum(self.cols, axis=0) / m
         nb = len(self.bands)
-        start = (first * nb) // max(1, self.threads) % nb if nb else 0
+        start = first % nb if nb else 0
 
         def one(i):
             r0, r1 = self.bands[i]
             w = self._cols(self.bands[i])
             with self.locks[i]:
-                view, part = self.out[r0:r1, :w], s[r0:r1, :w]
-                if self.fresh[i]:
-                    np.copyto(view, part, casting="same_kind")
-                    self.fresh[i] = False
-                else:
-                    np.add(view, part, out=view, casting="same_kind")
+                view = self.out[r0:r1, :w]
+                for s, _ in parts:
+                    if self.fresh[i]:
+                        np.copyto(view, s[r0:r1, :w], casting="same_kind")
+                        self.fresh[i] = False
+                    else:
+                        np.add(view, s[r0:r1, :w], out=view, casting="same_kind")
+                if d is not None:
+                    self._scale(view, d, r0, r1, w, m)
 
         self._map(one, [(start + i) % nb for i in range(nb)])
-        self.spans.append((label, t0, time.perf_counter_ns()))
+        if m is not None and self.triangle:
+            self._map(self._mirror, range(nb))
+        self.spans.append((label if m is None else f"{label} and finish", t0, time.perf_counter_ns()))
+        return self.out
 
     def total(self):
         """(Σ S, Σ column sums) so far, unscaled (full matrix unless triangle)."""
@@ -103,6 +122,19 @@ class Sum:
             buf = self._local.buf = np.empty((rows, max(cols, self.n)), self.out.dtype)
         return buf[:rows, :cols]
 
+    def _scale(self, view, d, r0, r1, w, m):
+        view *= 1.0 / m
+        outer = self._scratch(r1 - r0, w)
+        np.multiply.outer(d[r0:r1], d[:w], out=outer)
+        view -= outer
+
+    def _mirror(self, i):
+        r0, r1 = self.bands[i]
+        self.out[r0:r1, r1:] = self.out[r1:, r0:r1].T
+        square = self.out[r0:r1, r0:r1]
+        upper = np.triu_indices(r1 - r0, 1)
+        square[upper] = square.T[upper]
+
     def finish(self, m):
         """C = S/m - d dᵀ in place in `out`, full and symmetric; returns it."""
         t0 = time.perf_counter_ns()
@@ -112,23 +144,11 @@ class Sum:
         def scale(i):
             r0, r1 = self.bands[i]
             w = self._cols(self.bands[i])
-            view = self.out[r0:r1, :w]
-            view *= 1.0 / m
-            outer = self._scratch(r1 - r0, w)
-            np.multiply.outer(d[r0:r1], d[:w], out=outer)
-            view -= outer
+            self._scale(self.out[r0:r1, :w], d, r0, r1, w, m)
 
-        def mirror(i):
-            r0, r1 = self.bands[i]
-            self.out[r0:r1, r1:] = self.out[r1:, r0:r1].T
-            square = self.out[r0:r1, r0:r1]
-            upper = np.triu_indices(r1 - r0, 1)
-            square[upper] = square.T[upper]
-
-        order = list(range(len(self.bands)))
-        self._map(scale, order)
+        self._map(scale, range(len(self.bands)))
         if self.triangle:
-            self._map(mirror, order)
+            self._map(self._mirror, range(len(self.bands)))
         self.spans.append(("finish", t0, time.perf_counter_ns()))
         return self.out
 
@@ -138,25 +158,32 @@ class Sum:
             self.pool = None
 
 
-WAYS = {"one core": {"threads": 1}, "all cores": {}, "all cores, lower triangle": {"triangle": True}}
+def thread_counts(cores=None):
+    """1, 2, 4, ... up to the host's cores, and the cores themselves."""
+    cores = cores or host_threads()
+    return sorted({1 << k for k in range(cores.bit_length()) if 1 << k <= cores} | {cores})
 
 
-def time_options(parts, m, repeats=3, threads=None):
-    """{way: median seconds} of the host sum of these partials once every one
-    is in (the serial part when the sum waits for the last device), for each of
-    WAYS; every way into its own reused matrix, its first touch paid untimed."""
+def time_options(parts, m, repeats=3, counts=None):
+    """{(threads, triangle): median seconds} of the host sum of these partials
+    once every one is in, in one pass (Sum.add_all): the whole matrix on each
+    of `counts` threads (thread_counts() unless given), then the lower triangle
+    on the fastest of those. Each way sums into its own matrix, its first touch
+    paid in an untimed first pass."""
     n = parts[0][0].shape[0]
-    found = {}
-    for way, kw in WAYS.items():
-        total = Sum(n, kw.get("threads", threads), kw.get("triangle", False))
+
+    def once(threads, triangle):
+        total = Sum(n, threads, triangle)
         times = []
         for _ in range(repeats + 1):
             total.start()
             t0 = time.perf_counter()
-            for s, col in parts:
-                total.add(s, col)
-            total.finish(m)
+            total.add_all(parts, m)
             times.append(time.perf_counter() - t0)
         total.close()
-        found[way] = float(np.median(times[1:]))
+        return float(np.median(times[1:]))
+
+    found = {(t, False): once(t, False) for t in (counts or thread_counts())}
+    best = min(found, key=found.get)[0]
+    found[(best, True)] = once(best, True)
     return found
