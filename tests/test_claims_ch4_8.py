@@ -11,6 +11,7 @@ from gpubook import show
 from gpubook.chapters.covariance import claims as cov
 from gpubook.chapters.lsq import claims as lsq
 from gpubook.chapters.scan import claims as scan
+from gpubook.chapters.transpose import claims as tr
 from gpubook.paths import RESULTS, ROOT
 
 DEVICES = ("nvidia-h200", "nvidia-h100-80gb-hbm3")
@@ -133,3 +134,32 @@ def test_chapter7_exercises_hold_on_the_stored_h200_outputs():
     all_hold(*scan.items_exercise(items, wg))
     look = {int(a): number(b) / 1e3 for a, b in re.findall(r"LOOK= ?(\d+): ([\d.]+) ms", text)}
     all_hold(*scan.look_exercise(look))
+
+
+def table_after(text, header):
+    """The rows of the Markdown table whose header line starts with `header`, as lists of cells."""
+    lines = text[text.index(header):].splitlines()[2:]
+    rows = []
+    for line in lines:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip("|").split("|")])
+    return rows
+
+
+@pytest.mark.parametrize("slug", DEVICES)
+def test_chapter5_claims_hold_on_the_records(slug):
+    d = data(slug, "05_transpose")
+    ks = sorted({r["K"] for r in d["k_sweep"]})
+    all_hold(tr.fused_lead(d["k_sweep"], 292, ks[-1]))
+
+
+def test_chapter5_exercises_hold_on_the_stored_h200_outputs():
+    text = printed("05_transpose")
+    copy = data("nvidia-h200", "00_device")["limits"]["copy_gbs"]
+    rates = {int(a): number(b) for a, b in table_after(text, "| work-group size | scores over transposed X")}
+    all_hold(*tr.group_size_exercise(rates, copy))
+    tiles = {int(a): (number(b), number(c)) for a, b, c in table_after(text, "| examples per tile |")}
+    all_hold(tr.tile_exercise(tiles))
+    runs = {int(a): (number(b), number(c)) for a, b, c in table_after(text, "| m (float4s per work-item) |")}
+    all_hold(tr.blocks_exercise(runs, 132))

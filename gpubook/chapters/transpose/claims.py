@@ -1,0 +1,73 @@
+"""The sentences chapter 5 says about its measurements, as claims (gpubook.claims)."""
+from ...claims import claim
+
+
+def _said(name, relation, held, failed, missing, **values):
+    """A claim whose sentences stand alone in an exercise's answer: each ends with a full stop."""
+    return claim(name, relation, held + ".", failed + ".", missing + ".", **values)
+
+
+def fused_lead(k_records, k_page, k_last):
+    """The fused iteration against the two kernels at the page's K and at the largest K
+    of the sweep (GB/s of X each)."""
+    at = {(r["variant"], r["K"]): r["rate"] for r in k_records}
+    return claim("tr_fused_loses_lead", "fused_page > two_page and fused_last < two_last",
+                 "the fused kernel, ahead at $K$ = {k_page:.0f} ({fused_page:,.0f} against {two_page:,.0f} GB/s), "
+                 "loses its lead over the two separate kernels ({fused_last:,.0f} against {two_last:,.0f} GB/s at "
+                 "$K$ = {k_last:.0f})",
+                 "the fused kernel does not trade places with the two separate kernels: {fused_page:,.0f} against "
+                 "{two_page:,.0f} GB/s at $K$ = {k_page:.0f}, {fused_last:,.0f} against {two_last:,.0f} at "
+                 "$K$ = {k_last:.0f}",
+                 k_page=k_page, k_last=k_last, fused_page=at.get(("fused", k_page)),
+                 two_page=at.get(("two kernels", k_page)), fused_last=at.get(("fused", k_last)),
+                 two_last=at.get(("two kernels", k_last)))
+
+
+def group_size_exercise(rates, copy_gbs):
+    """Exercise 1: the transposed scores kernel with work-groups of each size ({size: GB/s})."""
+    best, worst = max(rates, key=rates.get), min(rates, key=rates.get)
+    spread = rates[best] / rates[worst] - 1
+    flat = _said("tr_ex1_flat", "spread < 0.05",
+                 "Over work-groups of {sizes} work-items the rate moved by {spread:.1%} (fastest at {best:.0f}): "
+                 "less than 5%",
+                 "Over work-groups of {sizes} work-items the rate moved by {spread:.1%} (fastest at {best:.0f}): "
+                 "more than 5%",
+                 "Only one work-group size runs here", spread=spread if len(rates) > 1 else None,
+                 best=best, sizes=", ".join(map(str, rates)))
+    at_copy = _said("tr_ex1_at_copy", "share > 0.9",
+                    "Every size ran at {share:.0%} of chapter 0's copy figure or more, the number that tells: the "
+                    "stream is coalesced in each warp and each compute unit holds several groups, so the bytes in "
+                    "flight, and with them the rate, do not depend on how work-items are grouped",
+                    "The slowest size ran at {share:.0%} of chapter 0's copy figure: the grouping holds the "
+                    "stream back here",
+                    "Chapter 0's copy figure is not known here", share=rates[worst] / copy_gbs if copy_gbs else None)
+    return flat, at_copy
+
+
+def tile_exercise(tiles):
+    """Exercise 2: the fused iteration with tiles of 4 to 32 examples ({tile: (GB/s, local bytes)})."""
+    small, big = min(tiles), max(tiles)
+    return _said("tr_ex2_big_tile", "ratio > 1",
+                 "The tile of {big:.0f} examples ran {ratio:.2f}× the rate of the tile of {small:.0f}: every tile "
+                 "costs the same three barriers and loads of θ, and the large tile spreads them over {more:.0f}× the "
+                 "bytes of X, which outweighs its local memory ({big_bytes:,.0f} bytes per work-group against "
+                 "{small_bytes:,.0f})",
+                 "The tile of {big:.0f} examples ran {ratio:.2f}× the rate of the tile of {small:.0f}: its local "
+                 "memory ({big_bytes:,.0f} bytes per work-group against {small_bytes:,.0f}) outweighs spreading the "
+                 "barriers over {more:.0f}× the bytes of X",
+                 "Fewer than two tiles run here",
+                 small=small, big=big, ratio=tiles[big][0] / tiles[small][0] if big != small else None,
+                 more=big / small, big_bytes=tiles[big][1], small_bytes=tiles[small][1])
+
+
+def blocks_exercise(m_runs, compute_units):
+    """Exercise 3: grad_blocks with m = 4, 8, 16 float4s per work-item ({m: (work-groups, GB/s)})."""
+    lo, hi = min(m_runs), max(m_runs)
+    return _said("tr_ex3_same_rate", "abs(ratio - 1) < 0.05",
+                 "The work-groups fall from {groups_lo:,.0f} to {groups_hi:,.0f} ({per_cu:.1f} per compute unit), "
+                 "and the rate at m = {hi:.0f} is {ratio:.2f}× that at m = {lo:.0f}, within 5%: every compute "
+                 "unit still holds enough work-groups to keep its bytes in flight",
+                 "The work-groups fall from {groups_lo:,.0f} to {groups_hi:,.0f} ({per_cu:.1f} per compute unit), "
+                 "and the rate at m = {hi:.0f} is {ratio:.2f}× that at m = {lo:.0f}, more than 5% away",
+                 "Only one m runs here", lo=lo, hi=hi, groups_lo=m_runs[lo][0], groups_hi=m_runs[hi][0],
+                 per_cu=m_runs[hi][0] / compute_units, ratio=m_runs[hi][1] / m_runs[lo][1] if hi != lo else None)
