@@ -9,6 +9,7 @@ import pytest
 
 from gpubook import show
 from gpubook.chapters.covariance import claims as cov
+from gpubook.chapters.logreg import vectors as vt
 from gpubook.chapters.lsq import claims as lsq
 from gpubook.chapters.scan import claims as scan
 from gpubook.chapters.transpose import claims as tr
@@ -163,3 +164,19 @@ def test_chapter5_exercises_hold_on_the_stored_h200_outputs():
     all_hold(tr.tile_exercise(tiles))
     runs = {int(a): (number(b), number(c)) for a, b, c in table_after(text, "| m (float4s per work-item) |")}
     all_hold(tr.blocks_exercise(runs, 132))
+
+
+def test_chapter4_exercises_hold_on_the_stored_h200_outputs():
+    text = printed("04_vector_types")
+    regs = re.search(r"N = (\d+): IN_REGS=0: ([\d,]+), IN_REGS=(\d+): ([\d,]+) iterations/s", text).groups()
+    all_hold(vt.registers_exercise({"IN_REGS=0": number(regs[1]), f"IN_REGS={regs[2]}": number(regs[3])},
+                                   int(regs[2])))
+    n, r2, r16 = re.search(r"N = (\d+): RADIX=2: ([\d,]+), RADIX=16: ([\d,]+) iterations/s", text).groups()
+    c = vt.radix_exercise({"RADIX=2": number(r2), "RADIX=16": number(r16)}, int(n))
+    all_hold(c)
+    assert (c.values["rounds2"], c.values["rounds16"]) == (8, 2)  # fast.cl's loop at N = 512
+
+
+def test_chapter4_local_rounds_follow_the_kernel_loop():
+    assert [vt.local_rounds(n, 2) for n in (2, 4, 1024)] == [0, 1, 9]
+    assert [vt.local_rounds(n, 16) for n in (16, 32, 512, 1024)] == [0, 1, 2, 2]
