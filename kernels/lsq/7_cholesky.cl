@@ -40,7 +40,8 @@ void chol_diag(__global double *restrict g, const int ld, const int j0, const in
         const int i = e / CB, j = e % CB;
         a[i * LDL + j] = (i < w && j <= i) ? g[(size_t)(j0 + i) * ld + j0 + j] : 0.0;
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
+    // a global fence too: the loop below overwrites in g what other work-items read
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     for (int c = 0; c < w; ++c) {
         const double d = a[c * LDL + c], l = sqrt(d), rl = 1.0 / l;
         if (lid == 0) {
