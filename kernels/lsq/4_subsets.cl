@@ -9,8 +9,10 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #define S (K + 1)
 
-static double rss_of(ulong g, __global const double *restrict a, __global const double *restrict b,
-                     const double yty, __global const ulong *restrict binom)
+// (No `restrict` here: the kernels' arguments carry it. On an inlined helper, clang
+// adds llvm.experimental.noalias.scope.decl, which Oclgrind 21.10 cannot run.)
+static double rss_of(ulong g, __global const double *a, __global const double *b,
+                     const double yty, __global const ulong *binom)
 {
     int cols[S];
     cols[0] = 0;                                   // the intercept, column 0 of X'X
