@@ -80,6 +80,7 @@ reference:
 	-PYOPENCL_CTX=$(CPU_CTX) $(PY) tools/run_notebooks.py --record-only $(NOTEBOOKS)
 	-GPUBOOK_RECORD=1 GPUBOOK_SCALE=full $(PY) -m gpubook.vendor
 	GPUBOOK_SCALE=full $(PY) tools/run_notebooks.py --reference $(NOTEBOOKS)
+	$(PY) tools/stored_pages.py
 
 ## check-reference: name every notebook whose stored outputs are stale
 check-reference:

@@ -36,8 +36,10 @@ def _digest_file(notebook_path, folder):
 def save_digest(notebook_path, kernels, device, folder=DIGESTS):
     """Record the digest of a notebook just executed by the reference run."""
     folder.mkdir(parents=True, exist_ok=True)
+    import datetime
+
     entry = {"code": code_digest(notebook_path), "kernels": kernel_digests(kernels),
-             "device": device}
+             "device": device, "date": datetime.date.today().isoformat()}
     _digest_file(notebook_path, folder).write_text(json.dumps(entry, indent=1, sort_keys=True) + "\n")
 
 
