@@ -59,6 +59,7 @@ CASES = {
     "transpose-scores": [f"{T}test_scores_match_numpy"],
     "transpose-gradients": [f"{T}test_gradients_match_numpy"],
     "transpose-iterations": [f"{T}test_iterations_match_train"],
+    "transpose-fill": [f"{T}test_synthetic_data_is_padded"],
     **{f"covariance-{s}": [f"{C}test_every_step_on_sizes_no_tile_divides[{s}]"]
        for s in ("naive", "symmetric", "local_tiles", "register_tiles")},
     "covariance-pairs": [f"{C}test_tile_pairs_gather_and_scatter[flatten]"],
@@ -74,6 +75,7 @@ CASES = {
     "machine-read": [f"{M}test_read_kernel_sums_what_numpy_says"],
     "machine-chase": [f"{M}test_pointer_chase_ends_where_the_chain_says"],
     "machine-local": [f"{M}test_local_stride_kernel_reads_what_numpy_says"],
+    "device": ["tests/test_device_kernels.py::test_copy_touch_and_fma_chains_at_tiny_sizes"],
     "trace": ["tests/test_trace.py::test_records_ids_of_every_work_item"],
     "multi": ["tests/test_multi.py::test_covariance_split_over_devices[1]"],
 }
