@@ -1,0 +1,90 @@
+"""The page a reader sees, checked on the notebooks themselves: the idea first (a
+figure before any visible code), no bookkeeping or long lines on show, exercises
+whose answers fold with their solution, and a closing "What to remember"."""
+import pathlib
+import re
+
+import nbformat
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CHAPTERS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+HIDDEN = {"hide-input", "remove-input", "remove-cell", "hide-cell"}
+MAX_COLUMNS = 88
+
+
+def cells(path):
+    return nbformat.read(str(path), as_version=4).cells
+
+
+def tags(cell):
+    return set(cell.get("metadata", {}).get("tags", []))
+
+
+def visible_code(cell):
+    return cell.cell_type == "code" and not tags(cell) & HIDDEN
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_the_first_cell_is_the_title_with_a_one_line_way_to_run_it(path):
+    first = cells(path)[0]
+    assert first.cell_type == "markdown" and first.source.startswith("# "), path.name
+    margin = re.search(r"```\{margin\}[^\n]*\n(.*?)\n```", first.source, re.S)
+    assert margin, f"{path.name}: no margin note on running the page"
+    note = margin.group(1)
+    for needed in ("gpubook", f"notebooks/{path.name}", "running.md"):
+        assert needed in note, f"{path.name}'s margin note does not say {needed!r}"
+    assert len(note) < 300 and "Running this page yourself" not in first.source
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_a_figure_comes_before_any_visible_code(path):
+    for cell in cells(path):
+        if visible_code(cell):
+            pytest.fail(f"{path.name}: visible code before the first figure:\n{cell.source[:200]}")
+        if cell.cell_type == "code" and any("image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
+            return
+    pytest.fail(f"{path.name} has no figure")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_shown_code_fits_the_column(path):
+    long = [(i, line) for i, c in enumerate(cells(path)) if c.cell_type == "code" and "remove-input" not in tags(c)
+            and "remove-cell" not in tags(c) for line in c.source.splitlines() if len(line) > MAX_COLUMNS]
+    assert not long, f"{path.name}: {len(long)} shown lines over {MAX_COLUMNS} columns, e.g. cell {long[0]}"
+
+
+BOOKKEEPING = re.compile(r"^(_ = )?gb\.(glue|record|show_kernel|show_code|show_diff)\(")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_no_visible_cell_exists_only_to_glue_record_or_show(path):
+    for cell in cells(path):
+        if not visible_code(cell):
+            continue
+        statements = [s for s in re.split(r"\n(?=\S)", cell.source.strip()) if s.strip()]
+        assert not all(BOOKKEEPING.match(s) for s in statements), f"{path.name}: bookkeeping on show:\n{cell.source}"
+
+
+@pytest.mark.parametrize("path", [p for p in CHAPTERS if any("## Exercises" in c.source for c in cells(p))],
+                         ids=lambda p: p.stem)
+def test_exercise_answers_fold_with_their_solutions(path):
+    cs = cells(path)
+    start = next(i for i, c in enumerate(cs) if c.cell_type == "markdown" and "## Exercises" in c.source)
+    shown = [c.source[:80] for c in cs[start:] if c.cell_type == "markdown" and "*Answer.*" in c.source]
+    assert not shown, f"{path.name}: answers in plain view: {shown}"
+    solutions = [i for i, c in enumerate(cs) if i > start and c.cell_type == "code"]
+    assert solutions and all("hide-cell" in tags(cs[i]) for i in solutions), f"{path.name}: a solution is not folded"
+    for i in solutions:  # its answer: gb.answer under its output, or a folded {dropdown} right after it
+        after = cs[i + 1].source if i + 1 < len(cs) and cs[i + 1].cell_type == "markdown" else ""
+        assert "gb.answer(" in cs[i].source or after.lstrip().startswith(("```{dropdown}", ":::{dropdown}")), \
+            f"{path.name}: the solution in cell {i} gives no folded answer"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_chapter_ends_with_what_to_remember(path):
+    found = [c for c in cells(path) if c.cell_type == "markdown" and "## What to remember" in c.source]
+    assert found, f"{path.name} has no 'What to remember'"
+    text = found[0].source.split("## What to remember", 1)[1].split("\n## ", 1)[0]
+    points = [line for line in text.splitlines() if line.lstrip().startswith(("- ", "* ", "1. "))]
+    assert 3 <= len(points) <= 5 and "{glue:text}`" in text, f"{path.name}: 3-5 points with glued numbers"
