@@ -64,3 +64,13 @@ def pytest_runtest_call(item):
         yield
     finally:
         done.set()
+
+
+@pytest.fixture(autouse=True)
+def _claims_stay_with_their_test():
+    """Claims made in one test do not reach another test's records (gpubook.claims
+    keeps the claims of a run for its chapter's record)."""
+    yield
+    from gpubook import claims
+
+    claims.forget()

@@ -46,7 +46,7 @@ def record(chapter, device, scale, data, root=None, force=False):
     from .claims import recorded as recorded_claims
 
     made = recorded_claims()  # every claim the page made in this run, with whether it held
-    if made and "claims" not in entry["data"]:
+    if made and "claims" not in entry["data"] and chapter != "vendor":
         entry["data"]["claims"] = _jsonable(made)
     used = recorded_resources(device)  # what each kernel built on this device uses, where it says
     if used:
