@@ -60,9 +60,10 @@ def display_name(name):
     first ('cpu-skylake-avx512-Intel(R) Xeon(R) Processor' becomes 'Intel Xeon
     Processor (PoCL, skylake-avx512)'), and trademark marks are dropped."""
     name = re.sub(r"\((R|TM|r|tm)\)", "", name.strip())
-    found = re.fullmatch(r"(?:cpu|pthread)-([a-z0-9_.]+(?:-(?:avx512|avx2|v[234]))?)-(.+)", name)
+    found = re.fullmatch(r"(?:cpu|pthread)-(?:([a-z0-9_.]+(?:-(?:avx512|avx2|v[234]))?)-)?([A-Z].+)", name)
     if found:
-        name = f"{found.group(2).strip()} (PoCL, {found.group(1)})"
+        target = f", {found.group(1)}" if found.group(1) else ""
+        name = f"{found.group(2).strip()} (PoCL{target})"
     return re.sub(r"\s+", " ", name).strip()
 
 

@@ -60,11 +60,25 @@ def test_claims_made_go_into_the_record(tmp_path, monkeypatch):
 
 
 REFERENCE = sorted(p for d in ("nvidia-h200", "nvidia-h100-80gb-hbm3") for p in (RESULTS / d).glob("*.json"))
+# Claims that did not hold in the H100's run of 2026-11-26 and were rewritten after it
+# (their pages show the other sentence, which is true of that run): each relation was
+# true of one GPU only. The next reference pass records the rewritten claims in their
+# place (ex_serial_growth_linear, ex_grid_close), and this list then empties.
+REWRITTEN = {("nvidia-h100-80gb-hbm3", "02_work_items"): {"ex_serial_growth_below"},
+             ("nvidia-h100-80gb-hbm3", "03_device_reduction"): {"ex_grid_slower"}}
 
 
 @pytest.mark.parametrize("path", REFERENCE, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_every_claim_in_a_reference_record_held(path):
-    assert not claims.failed_in(json.loads(path.read_text())), path
+    entry = json.loads(path.read_text())
+    known = REWRITTEN.get((path.parent.name, path.stem), set())
+    assert set(claims.failed_in(entry)) == known, path  # a listed claim that now holds leaves the list
+    assert not known & set(entry["data"].get("claims", {})) - set(claims.failed_in(entry))
+
+
+def test_the_reference_records_hold_claims():
+    made = sum(len(json.loads(p.read_text())["data"].get("claims", {})) for p in REFERENCE)
+    assert made >= 60, f"{made} claims in the H200 and H100 reference records"
 
 
 def test_an_answer_reads_its_claims(monkeypatch):

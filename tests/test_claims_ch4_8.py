@@ -65,7 +65,7 @@ def test_chapter6_gemm_without_cublas_says_so():
     assert c.held is None and "No cuBLAS GEMM" in c.sentence and "nan" not in c.sentence.lower()
 
 
-def test_chapter6_exercises_hold_on_the_stored_h200_outputs():
+def test_chapter6_exercises_hold_on_the_stored_outputs():
     text = printed("06_covariance")
     t = {int(a): number(b) / 1e3 for a, b in re.findall(r"T = +(\d+): +([\d.,]+) ms", text)}
     all_hold(*cov.tile_side(t, 32))
@@ -106,7 +106,7 @@ def test_chapter8_without_nvidia_libraries_says_so_in_words():
     assert all("nan" not in x.lower() for x in (c.sentence, t.sentence, lsq.times_vendor(0.5, None)))
 
 
-def test_chapter8_exercises_hold_on_the_stored_h200_outputs():
+def test_chapter8_exercises_hold_on_the_stored_outputs():
     text = printed("08_lsq")
     rates = {int(a): number(b) for a, b in re.findall(r"WG = +(\d+): +([\d,]+) rows/s", text)}
     all_hold(lsq.row_group_exercise(rates))
@@ -127,7 +127,7 @@ def test_chapter7_claims_hold_on_the_records(slug):
     all_hold(scan.population(at["sort + scan"], at["sort + rank sum"]))
 
 
-def test_chapter7_exercises_hold_on_the_stored_h200_outputs():
+def test_chapter7_exercises_hold_on_the_stored_outputs():
     text = printed("07_scan")
     items = {int(a): number(b) / 1e3 for a, b in re.findall(r"ITEMS= ?(\d+): +([\d.]+) ms", text)}
     wg = int(re.search(r"ITEMS= 2: +[\d.]+ ms, [\d.]+ billion labels/s, [\d,]+ blocks of ([\d,]+) labels",
@@ -155,7 +155,7 @@ def test_chapter5_claims_hold_on_the_records(slug):
     all_hold(tr.fused_lead(d["k_sweep"], 292, ks[-1]))
 
 
-def test_chapter5_exercises_hold_on_the_stored_h200_outputs():
+def test_chapter5_exercises_hold_on_the_stored_outputs():
     text = printed("05_transpose")
     copy = data("nvidia-h200", "00_device")["limits"]["copy_gbs"]
     rates = {int(a): number(b) for a, b in table_after(text, "| work-group size | scores over transposed X")}
@@ -166,7 +166,7 @@ def test_chapter5_exercises_hold_on_the_stored_h200_outputs():
     all_hold(tr.blocks_exercise(runs, 132))
 
 
-def test_chapter4_exercises_hold_on_the_stored_h200_outputs():
+def test_chapter4_exercises_hold_on_the_stored_outputs():
     text = printed("04_vector_types")
     regs = re.search(r"N = (\d+): IN_REGS=0: ([\d,]+), IN_REGS=(\d+): ([\d,]+) iterations/s", text).groups()
     all_hold(vt.registers_exercise({"IN_REGS=0": number(regs[1]), f"IN_REGS={regs[2]}": number(regs[3])},

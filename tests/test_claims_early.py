@@ -31,7 +31,7 @@ def rec(slug, chapter):
 
 
 def stored(notebook):
-    """(glued values, printed text) of a notebook's stored outputs (the H200's run)."""
+    """(glued values, printed text) of a notebook's stored outputs (its reference run)."""
     nb = json.loads((ROOT / "notebooks" / f"{notebook}.ipynb").read_text())
     glued, text = {}, []
     for cell in nb["cells"]:
@@ -75,7 +75,7 @@ def test_chapter0_claims_hold_on_the_records(slug):
     held(claims._made["little_float_thin"], claims._made["little_float4_covers"])
 
 
-def test_chapter0_exercises_hold_on_the_stored_h200_outputs():
+def test_chapter0_exercises_hold_on_the_stored_outputs():
     g, _ = stored("00_device")
     per_item = little("nvidia-h200")["per_item_bytes"]
     held(*mc.float2_exercise(g["ex_f2_over_f"], g["ex_f4_over_f2"], per_item))
@@ -106,7 +106,7 @@ def test_chapter1_claims_hold_on_the_records(slug):
     held(*lc.loop_order(ns["naive"], ns["reordered"], ns["merged"], hit["ns"], human_bytes(hit["bytes"])))
 
 
-def test_chapter1_exercise_holds_on_the_stored_h200_outputs():
+def test_chapter1_exercise_holds_on_the_stored_outputs():
     g, _ = stored("01_loop_order")
     c, share = lc.more_examples(g["ex_naive_growth"], g["ex_merged_growth"], 8)
     held(c)
@@ -124,7 +124,7 @@ def test_chapter2_claims_hold_on_the_records(slug):
                         math.sqrt(a * d["J"] / b)))
 
 
-def test_chapter2_exercises_hold_on_the_stored_h200_outputs():
+def test_chapter2_exercises_hold_on_the_stored_outputs():
     g, text = stored("02_work_items")
     best = dict(re.findall(r"K = (\d+): best N = (\d+)", text))
     held(lc.wider_rows(float(best["8"]), float(best["16"])))
@@ -153,7 +153,7 @@ def test_chapter3_claims_hold_on_the_records(slug):
                         r["vendor_cub_sum_s"] / at["5_unrolled"]))
 
 
-def test_chapter3_exercises_hold_on_the_stored_h200_outputs():
+def test_chapter3_exercises_hold_on_the_stored_outputs():
     _, text = stored("03_reduction")
     wg = {int(a): float(b.replace(",", "")) for a, b in re.findall(r"WG = (\d+): \d+ passes, ([\d,.]+) GB/s", text)}
     held(rc.smaller_groups(wg[64], wg[256], 64, 256, 0.98))
@@ -183,7 +183,7 @@ def test_chapter1_cpu_claims_hold_on_the_records(slug):
     held(*lc.cpu_against_gpu(cpu, gpu))
 
 
-def test_chapter2_fixed_cost_holds_on_the_stored_h200_outputs():
+def test_chapter2_fixed_cost_holds_on_the_stored_outputs():
     g, _ = stored("02_work_items")
     held(lc.fixed_cost(g["c_share"], g["rest_share"]))
 

@@ -65,10 +65,11 @@ def wider_rows(best_n8, best_n16):
 
 def serial_sum_growth(growth, small, big):
     """Chapter 2, exercise 2: the iteration without examples from N = small to big."""
-    return claim("ex_serial_growth_below", "growth < big / small",
-                 "the growth ({growth:.1f}×) stays below the ratio of the group sizes ({ratio:.0f}×): "
-                 "the barriers and the update add a part that does not grow",
-                 "the growth ({growth:.1f}×) reaches the ratio of the group sizes ({ratio:.0f}×)",
+    return claim("ex_serial_growth_linear", "abs(growth / ratio - 1) < 0.25",
+                 "the time grows about in proportion to the group size ({growth:.1f}× for "
+                 "{ratio:.0f}× the work-items): the serial sum's N·K additions are the iteration",
+                 "the time does not grow in proportion to the group size ({growth:.1f}× for "
+                 "{ratio:.0f}× the work-items)",
                  growth=growth, big=big, small=small, ratio=big / small)
 
 
