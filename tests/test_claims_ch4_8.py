@@ -2,7 +2,6 @@
 hold (the H200's and the H100's), and on the H200's stored notebook outputs where
 the record does not hold them (the exercises, which run after the record): every
 claim must hold there, so the reference pages, once re-run, show true sentences."""
-import json
 import re
 
 import pytest
@@ -13,7 +12,7 @@ from gpubook.chapters.logreg import vectors as vt
 from gpubook.chapters.lsq import claims as lsq
 from gpubook.chapters.scan import claims as scan
 from gpubook.chapters.transpose import claims as tr
-from gpubook.paths import RESULTS, ROOT
+from stored_outputs import all_held as all_hold, printed, record as data
 
 DEVICES = ("nvidia-h200", "nvidia-h100-80gb-hbm3")
 
@@ -23,32 +22,8 @@ def no_glue(monkeypatch):
     monkeypatch.setattr(show, "glue", lambda **values: None)
 
 
-def data(slug, chapter):
-    return json.loads((RESULTS / slug / f"{chapter}.json").read_text())["data"]
-
-
-def printed(notebook):
-    """Everything a notebook's stored outputs (the H200's run) printed or displayed as text."""
-    nb = json.loads((ROOT / "notebooks" / f"{notebook}.ipynb").read_text())
-    out = []
-    for cell in nb["cells"]:
-        for o in cell.get("outputs", []):
-            if "text" in o:
-                out.append("".join(o["text"]))
-            for kind in ("text/markdown", "text/plain"):
-                if kind in o.get("data", {}) and "scrapbook" not in o.get("metadata", {}):
-                    out.append("".join(o["data"][kind]))
-    return "\n".join(out)
-
-
 def number(text):
     return float(text.replace(",", ""))
-
-
-def all_hold(*made):
-    for c in made:
-        assert c.held is True, (c.name, c.values, c.sentence)
-    return made
 
 
 @pytest.mark.parametrize("slug", DEVICES)

@@ -2,7 +2,6 @@
 numbers the reference records hold (the H200's and the H100's), and on the H200's
 stored notebook outputs where the record does not hold them (the exercises): every
 one must hold, so the reference pages, once re-run, show true sentences."""
-import json
 import math
 import re
 
@@ -14,8 +13,8 @@ from gpubook.chapters.machine import claims as mc
 from gpubook.chapters.reduction import claims as rc
 from gpubook.curves import human_bytes
 from gpubook.limits import bytes_in_flight
-from gpubook.paths import RESULTS, ROOT
 from gpubook.peaks import datasheet_value
+from stored_outputs import all_held as held, record as rec, stored
 
 DEVICES = {"nvidia-h200": "NVIDIA H200", "nvidia-h100-80gb-hbm3": "NVIDIA H100 80GB HBM3"}
 RESIDENT = 2048  # sm_90: 64 warps of 32 per compute unit
@@ -24,35 +23,6 @@ RESIDENT = 2048  # sm_90: 64 warps of 32 per compute unit
 @pytest.fixture(autouse=True)
 def no_glue(monkeypatch):
     monkeypatch.setattr(show, "glue", lambda **values: None)
-
-
-def rec(slug, chapter):
-    return json.loads((RESULTS / slug / f"{chapter}.json").read_text())["data"]
-
-
-def stored(notebook):
-    """(glued values, printed text) of a notebook's stored outputs (its reference run)."""
-    nb = json.loads((ROOT / "notebooks" / f"{notebook}.ipynb").read_text())
-    glued, text = {}, []
-    for cell in nb["cells"]:
-        for out in cell.get("outputs", []):
-            name = out.get("metadata", {}).get("scrapbook", {}).get("name")
-            if name:
-                value = next(iter(out["data"].values()))
-                try:
-                    glued[name] = float(value)
-                except ValueError:
-                    glued[name] = value
-            elif "text" in out:
-                text.append("".join(out["text"]))
-    return glued, "\n".join(text)
-
-
-def held(*made):
-    flat = [c for c in made if hasattr(c, "held")]
-    for c in flat:
-        assert c.held is True, (c.name, c.values, c.sentence)
-    return flat
 
 
 def little(slug):

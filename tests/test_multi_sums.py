@@ -12,6 +12,7 @@ import pytest
 from gpubook import kernels, stream as oc, xtx as cv
 from gpubook.chapters import multi
 from gpubook.chapters.multi import sums
+from test_multi import data, lanes  # noqa: F401 (the same two lanes and data)
 
 TILE = cv.shape(64, 4, 4, 16)
 TOL = 1e-4
@@ -101,18 +102,6 @@ def test_a_partial_of_the_wrong_shape_is_refused():
         total.add(np.zeros((9, 9)), np.zeros(9))
     with pytest.raises(ValueError, match="no partial"):
         total.finish(10)
-
-
-@pytest.fixture(scope="module")
-def lanes():
-    device = multi.devices()[0]
-    return [multi.Lane(device), multi.Lane(device)]
-
-
-@pytest.fixture(scope="module")
-def data():
-    d = cv.make_data(1_500, 72, seed=3)
-    return d.x, cv.reference(d.x)
 
 
 def _cov(lanes, x, triangle=False):
