@@ -183,12 +183,13 @@ def test_repository_button_opens_and_links_to_the_repository(tmp_path):
 
 @pytest.mark.skipif(find_chromium() is None, reason="no Chromium installed (.ci/run installs Debian's chromium)")
 def test_an_exercise_solution_opens_on_a_click(tmp_path):
-    """Chapter 3's first exercise in Chromium: its solution's code is hidden under a
-    toggle after the 'Exercises' heading, and a click on the toggle shows it."""
+    """Chapter 3's first exercise in Chromium: its solution (code, output and answer,
+    one folded cell) is hidden under a toggle after the 'Exercises' heading, and a
+    click on the toggle shows it."""
     script = SHOWN + """window.addEventListener('load', () => {
       const heading = [...document.querySelectorAll('h2')].find(h => h.textContent.includes('Exercises'));
       const section = heading ? heading.closest('section') : null;
-      const box = section ? section.querySelector('.tag_hide-input details') : null;
+      const box = section ? section.querySelector('.tag_hide-cell details, .tag_hide-input details') : null;
       const code = box ? box.querySelector('.cell_input pre') : null;
       // a closed <details> keeps its content laid out but not rendered: ask the browser
       const seen = e => !!e && e.checkVisibility({contentVisibilityAuto: true}) && shown(e);
