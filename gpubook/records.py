@@ -24,8 +24,9 @@ def _jsonable(value):
     return value
 
 
-def record(chapter, device, scale, data, root=None, force=False):
-    """Write results/<device>/<chapter>.json when GPUBOOK_RECORD=1 (or force).
+def record(chapter, device, scale, data, root=None, force=False, claims=True):
+    """Write results/<device>/<chapter>.json when GPUBOOK_RECORD=1 (or force);
+    with `claims`, the claims this run made go into it (a chapter's page).
 
     Returns the path written, or None when recording is off.
     """
@@ -46,7 +47,7 @@ def record(chapter, device, scale, data, root=None, force=False):
     from .claims import recorded as recorded_claims
 
     made = recorded_claims()  # every claim the page made in this run, with whether it held
-    if made and "claims" not in entry["data"] and chapter != "vendor":
+    if claims and made and "claims" not in entry["data"]:
         entry["data"]["claims"] = _jsonable(made)
     used = recorded_resources(device)  # what each kernel built on this device uses, where it says
     if used:

@@ -334,7 +334,7 @@ def save(device, size, found, root=None):
     old = load_results(CHAPTER, root).get(device_slug(device))
     data = dict(old["data"]) if old else {}
     data.update(found)
-    return record(CHAPTER, device, size, data, root=root)
+    return record(CHAPTER, device, size, data, root=root, claims=False)  # not a chapter's page
 
 
 def recorded(figure, root=None):

@@ -49,5 +49,6 @@ def text():
 if __name__ == "__main__":
     if "--check" in sys.argv[1:]:
         sys.exit(0 if OUT.exists() and OUT.read_text() == text() else 1)
-    OUT.write_text(text())
-    print(f"{OUT.relative_to(ROOT)}: {len(rows())} pages")
+    written = text()
+    OUT.write_text(written)
+    print(f"{OUT.relative_to(ROOT)}: {len(written.splitlines()) - 1} pages")
