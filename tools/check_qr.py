@@ -2,6 +2,7 @@
 and CholeskyQR2 (on the FP64 tensor cores and in register tiles) against
 cuSOLVER (cupy.linalg.qr), tall (1,000,000 x 128) and square (25,000 x 5,000),
 checked against the data and timed with the device's own events."""
+import os
 import time
 import traceback
 
@@ -68,6 +69,25 @@ CHOLQR_OPTIONS = [
     {"mma": True, "gram_shape": _DEEP, "product_shape": _DEEP},
     {"mma": True, "product_shape": {"TM": 128, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16, "STAGES": 1}},
 ]
+
+
+# The Cholesky's own products on the tensor cores too, larger Gram tiles, smaller
+# diagonal blocks: CHOLQR_SET=cholesky times these instead of the list above.
+_GRAM_128 = {"TM": 128, "TN": 128, "WARPS_M": 4, "WARPS_N": 4, "KC": 16, "STAGES": 1}
+_GRAM_128_8 = {"TM": 128, "TN": 128, "WARPS_M": 4, "WARPS_N": 2, "KC": 8, "STAGES": 2}
+_D = {"TM": 64, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16}
+CHOLESKY_OPTIONS = [
+    {"mma": True},
+    {"mma": True, "update_shape": _D},
+    {"mma": True, "inverse_shape": _D},
+    {"mma": True, "update_shape": _D, "inverse_shape": _D},
+    {"mma": True, "update_shape": _D, "inverse_shape": _D, "block": 32},
+    {"mma": True, "gram_shape": _GRAM_128},
+    {"mma": True, "gram_shape": _GRAM_128_8},
+    {"mma": True, "update_shape": _D, "inverse_shape": _D, "gram_shape": _GRAM_128},
+]
+if os.environ.get("CHOLQR_SET") == "cholesky":
+    CHOLQR_OPTIONS = CHOLESKY_OPTIONS
 
 
 def time_cholqr2(ctx, queue, a, repeats=3, options=None):
