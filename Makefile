@@ -7,7 +7,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 # The CPU device recorded as the second reference (PoCL's platform on the GPU host).
 CPU_CTX ?= portable
 
-.PHONY: book test run lab reference check-reference kernel-builds check-kernels clean venv
+.PHONY: book test time-test run lab reference check-reference kernel-builds check-kernels clean venv
 
 venv: $(VENV)/.installed
 
@@ -40,6 +40,11 @@ PYTEST := $(VPY) -m pytest -p no:cacheprovider -n $(TEST_WORKERS) --dist loadsco
 test: venv
 	GPUBOOK_SCALE=small $(PYTEST) tests $(filter-out $(SMALL_DEVICE_NOTEBOOKS),$(NOTEBOOKS)) --nbval-lax --nbval-current-env
 	POCL_MAX_WORK_GROUP_SIZE=32 GPUBOOK_SCALE=small $(PYTEST) $(SMALL_DEVICE_NOTEBOOKS) --nbval-lax --nbval-current-env
+
+## time-test: time `make venv`, `make book` and `make test` in a fresh clone with an empty
+## PoCL cache, and append the times to book/data/test_times.csv (the maintainers' page)
+time-test:
+	python3 tools/time_make_test.py
 
 ## kernel-builds: record every kernel build that `make test` makes (files, -D options,
 ## preamble) into tests/data/kernel_builds.json, which tests/test_strict_compile.py
