@@ -1,13 +1,16 @@
 """What a kernel costs the compute unit: registers, spills, local and private memory, occupancy.
 
 NVIDIA's compiler reports registers, spills and barriers when a program is built with
--cl-nv-verbose (gpubook.kernels adds it); every device answers the CL_KERNEL_* work-group
+-cl-nv-verbose (gpubook.kernels adds it; where the driver's cache left the log empty, the
+source is rebuilt once past that cache for the table); every device answers the CL_KERNEL_* work-group
 queries. Occupancy follows from those and the per-compute-unit limits of a known architecture.
 What a device does not report stays None here and reads "not reported" in tables.
 """
 import math
 import operator
 import re
+import uuid
+import warnings
 from dataclasses import dataclass
 
 import pyopencl as cl
@@ -153,27 +156,81 @@ def _query(kern, param, device):
         return None
 
 
-def kernel_resources(kern, device, group_size=None):
-    """Registers, spills, stack, barriers (NVIDIA's build log), private and local bytes and the
-    largest work-group (CL_KERNEL_* queries), and the occupancy at `group_size` work-items
-    (an int or a local size tuple; by default the kernel's reqd_work_group_size, if any).
-    A value the device does not report is None; this never raises for that."""
-    found = {}
+def _nvidia(device):
+    try:
+        return "NVIDIA" in str(device.platform.name)
+    except (cl.Error, AttributeError):
+        return False
+
+
+def fresh_source(text):
+    """The program's source with one unused program-scope constant of a new name: NVIDIA's
+    driver caches its compiles (~/.nv/ComputeCache), and a program it finds there comes back
+    with no ptxas lines in its log (seen on an H100, driver 580, 2026-11-26: a second build
+    of the same copy kernel logged nothing; a new constant gave the full log again, a new
+    comment did not)."""
+    return f"{text}\n__constant int gpubook_fresh_log_{uuid.uuid4().hex} = 0;\n"
+
+
+_fresh = {}  # (program int_ptr, device int_ptr) -> the log of a fresh verbose build
+
+
+def fresh_log(program, device):
+    """The build log of the program's source rebuilt now for `device` with its own options
+    and -cl-nv-verbose, past the driver's cache ('' where the program has no source or the
+    rebuild fails). Built once per program and device; for tables, never on a timed path."""
+    key = (program.int_ptr, device.int_ptr)
+    if key not in _fresh:
+        _fresh[key] = ""
+        try:
+            text = program.get_info(cl.program_info.SOURCE)
+            opts = program.get_build_info(device, cl.program_build_info.OPTIONS) or ""
+            if text:
+                opts = opts if "-cl-nv-verbose" in opts else f"{opts} -cl-nv-verbose"
+                ctx = program.get_info(cl.program_info.CONTEXT)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", cl.CompilerWarning)
+                    prg = cl.Program(ctx, fresh_source(text)).build(options=opts.strip(), devices=[device])
+                _fresh[key] = prg.get_build_info(device, cl.program_build_info.LOG) or ""
+        except (cl.Error, RuntimeError, AttributeError, TypeError, ValueError):
+            pass
+    return _fresh[key]
+
+
+def build_report(kern, device):
+    """What ptxas said of this kernel ({} where nothing): the program's own build log, else
+    on NVIDIA the log of a fresh verbose build (the driver's cache leaves the first empty)."""
     try:
         name = kern.function_name
-        log = kernels.build_log(kern.get_info(cl.kernel_info.PROGRAM), device)
-        found = parse_ptxas(log).get(name, {})
+        program = kern.get_info(cl.kernel_info.PROGRAM)
+        found = parse_ptxas(kernels.build_log(program, device)).get(name, {})
+        if "registers" not in found and _nvidia(device):
+            found = parse_ptxas(fresh_log(program, device)).get(name, {})
+        return found
     except (cl.Error, AttributeError, TypeError):
-        pass
+        return {}
+
+
+def kernel_resources(kern, device, group_size=None):
+    """Registers, spills, stack, barriers (NVIDIA's build log), private and local bytes, the
+    runtime's largest work-group and the declared one (reqd_work_group_size) (CL_KERNEL_*
+    queries), and the occupancy at `group_size` work-items (an int or a local size tuple; by
+    default the declared size, if any). A value the device does not report is None; this
+    never raises for that."""
+    found = build_report(kern, device)
     res = {key: found.get(key) for key in ("registers", "spill_stores", "spill_loads", "stack_bytes", "barriers")}
     res.update({key: _query(kern, param, device) for key, param in _QUERIES.items()})
     for key in ("max_work_group", "preferred_multiple"):  # 0 work-items means the device did not say
         res[key] = res[key] or None
     if found.get("smem_bytes") is not None and (res["local_bytes"] or 0) < found["smem_bytes"]:
         res["local_bytes"] = found["smem_bytes"]  # ptxas's static local memory, where the query says less
+    reqd = _query(kern, _WG.COMPILE_WORK_GROUP_SIZE, device)
+    try:
+        res["declared_work_group"] = math.prod(int(s) for s in reqd) if reqd and all(reqd) else None
+    except (TypeError, ValueError):
+        res["declared_work_group"] = None
     if group_size is None:
-        reqd = _query(kern, _WG.COMPILE_WORK_GROUP_SIZE, device)
-        group_size = reqd if reqd and all(reqd) else None
+        group_size = res["declared_work_group"]
     sizes = group_size if isinstance(group_size, (tuple, list)) else [group_size]
     res["work_group"] = None if group_size is None else math.prod(int(s) for s in sizes)
     res["occupancy"] = res["limiter"] = None
@@ -187,22 +244,46 @@ def kernel_resources(kern, device, group_size=None):
     return res
 
 
+def few_groups(groups, device):
+    """Why occupancy means nothing for a launch of `groups` work-groups, or None where
+    several work-groups share a compute unit (more groups than compute units)."""
+    try:
+        units = int(device.max_compute_units)
+    except (cl.Error, AttributeError, TypeError, ValueError):
+        units = None
+    if groups is None or (units is not None and groups > units):
+        return None
+    if groups == 1:
+        return f"one work-group: 1 of {units:,} compute units busy" if units else "one work-group"
+    return (f"{groups:,} work-groups for {units:,} compute units: none shares one"
+            if units else None)
+
+
 def resource_table(rows, device):
-    """A Markdown table of (label, kernel, group_size) rows on this device: what each kernel
-    uses and the occupancy it allows; "not reported" / "not known" where the device is silent."""
+    """A Markdown table of (label, kernel, group_size[, groups]) rows on this device: what
+    each kernel uses, the work-group it was launched with and the one it declares, and
+    the occupancy it allows. `groups`, the work-groups of the launch where given: with no
+    more groups than compute units none share one, and the table says so instead of an
+    occupancy. "not reported" / "not known" where the device is silent."""
     arch = arch_limits(device)
 
     def cell(value, fmt="{:,}"):
         return NOT_REPORTED if value is None else fmt.format(value)
 
-    lines = ["| kernel | work-group | registers | spills, stores / loads (bytes) "
-             "| local memory per work-group (bytes) | private (bytes) | max work-group | occupancy |",
+    lines = ["| kernel | work-group (launched) | registers | spills, stores / loads (bytes) "
+             "| local memory per work-group (bytes) | private (bytes) "
+             "| declared work-group (reqd_work_group_size) | occupancy |",
              "|---|---:|---:|---:|---:|---:|---:|---|"]
-    for label, kern, group_size in rows:
+    for row in rows:
+        label, kern, group_size = row[:3]
+        groups = row[3] if len(row) > 3 else None
         r = kernel_resources(kern, device, group_size)
         spills = (NOT_REPORTED if r["spill_stores"] is None
                   else f"{r['spill_stores']:,} / {r['spill_loads']:,}")
-        if r["occupancy"] is not None:
+        why = few_groups(groups, device)
+        if why is not None:
+            occ = why
+        elif r["occupancy"] is not None:
             occ = f"{r['occupancy']:.0%} ({r['limiter']})"
         elif r["limiter"]:
             occ = r["limiter"]
@@ -210,9 +291,10 @@ def resource_table(rows, device):
             occ = NOT_KNOWN
         else:
             occ = NOT_REPORTED
+        declared = "none" if r["declared_work_group"] is None else f"{r['declared_work_group']:,}"
         lines.append(f"| {label} | {cell(r['work_group']) if r['work_group'] else NOT_KNOWN} "
                      f"| {cell(r['registers'])} | {spills} | {cell(r['local_bytes'])} | {cell(r['private_bytes'])} "
-                     f"| {cell(r['max_work_group'])} | {occ} |")
+                     f"| {declared} | {occ} |")
     return "\n".join(lines)
 
 

@@ -126,7 +126,7 @@ def test_nvidia_resources_from_a_log(monkeypatch):
     assert res["occupancy"] == pytest.approx(0.125) and res["limiter"] == "registers"
     assert res["preferred_multiple"] is None  # it raised
     table = gb.resource_table([("local tiles", kern, 256), ("too big", kern, 2048)], HOPPER)
-    assert "| local tiles | 256 | 255 | 36 / 44 | 8,704 | 40 | 256 | 12% (registers) |" in table
+    assert "| local tiles | 256 | 255 | 36 / 44 | 8,704 | 40 | none | 12% (registers) |" in table
     assert "does not fit: a work-group of 2048" in table
 
 
@@ -144,8 +144,8 @@ def test_a_device_that_reports_nothing_never_raises(monkeypatch):
         assert all(v is None for k, v in gb.kernel_resources(silent, device).items())
         table = gb.resource_table([("zeros", zeros, 64), ("silent", silent, None)], device)
         rows = _cells(table)
-        assert rows[2] == ["zeros", "64", "not reported", "not reported", "0", "0", "not reported", occupancy]
-        assert rows[3] == ["silent", "not known"] + ["not reported"] * 5 + ["not known"]
+        assert rows[2] == ["zeros", "64", "not reported", "not reported", "0", "0", "none", occupancy]
+        assert rows[3] == ["silent", "not known"] + ["not reported"] * 4 + ["none", "not known"]
 
 
 def _cells(table):
@@ -175,6 +175,7 @@ def test_resources_on_the_local_device(tile_kernel):
     assert isinstance(res["private_bytes"], int) and res["max_work_group"] >= 64
     rows = _cells(gb.resource_table([("tile", kern, 64), ("tile, any group", kern, None)], device))
     assert rows[2][:2] == ["tile", "64"] and rows[2][4] == "256"
+    assert rows[2][6] == "64" and res["declared_work_group"] == 64  # reqd_work_group_size(64, 1, 1)
     assert (rows[2][2] == "not reported") != nvidia and rows[2][5] != "not reported"
     if gb.arch_limits(device) is None:
         assert rows[2][7] == "not known"
@@ -221,3 +222,103 @@ def test_parser_on_real_nvidia_logs():
     assert sorted(lsq5) == ["build_t", "r_update", "transpose", "z_sum"]
     assert lsq5["transpose"]["smem_bytes"] == 2184 and lsq5["r_update"]["registers"] == 12
     assert all(k["spill_stores"] == 0 == k["spill_loads"] for k in lsq5.values())
+
+
+# The H100's log of chapter 0's copy kernel (driver 580, 2026-11-26), as NVIDIA writes it.
+H100_COPY_LOG = """(): Warning: Function copy is a kernel, so overriding noinline attribute.
+
+ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'copy' for 'sm_90a'
+ptxas info    : Function properties for copy
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 10 registers, used 0 barriers
+ptxas info    : Compile time = 2.512 ms
+"""
+
+
+def test_parser_on_stub_logs_of_each_form():
+    assert resources.parse_ptxas(H100_COPY_LOG) == {"copy": {
+        "registers": 10, "barriers": 0, "stack_bytes": 0, "spill_stores": 0, "spill_loads": 0}}
+    log = ("ptxas info    : Compiling entry function 'mma_tiles' for 'sm_90'\n"
+           "ptxas info    : Function properties for mma_tiles\n"
+           "    24 bytes stack frame, 60 bytes spill stores, 56 bytes spill loads\n"
+           "ptxas info    : Used 58 registers, 384 bytes smem, 400 bytes cmem[0]\n")
+    assert resources.parse_ptxas(log)["mma_tiles"] == {
+        "registers": 58, "smem_bytes": 384, "cmem_bytes": 400, "stack_bytes": 24,
+        "spill_stores": 60, "spill_loads": 56}
+    # a log the driver's cache left without ptxas lines says nothing
+    assert resources.parse_ptxas("(): Warning: Function copy is a kernel, so overriding noinline "
+                                 "attribute.\n\n") == {}
+
+
+NV = SimpleNamespace(compute_capability_major_nv=9, compute_capability_minor_nv=0, int_ptr=7,
+                     max_compute_units=132, platform=SimpleNamespace(name="NVIDIA CUDA"))
+
+
+def test_an_empty_cached_log_is_read_again_from_a_fresh_build(monkeypatch):
+    wg = cl.kernel_work_group_info
+    kern = StubKernel("copy", {wg.PRIVATE_MEM_SIZE: 0, wg.LOCAL_MEM_SIZE: 0, wg.WORK_GROUP_SIZE: 256})
+    monkeypatch.setattr(kmod, "build_log", lambda prg, dev: "(): Warning: Function copy is a kernel\n")
+    asked = []
+    monkeypatch.setattr(resources, "fresh_log", lambda prg, dev: asked.append(dev) or H100_COPY_LOG)
+    res = gb.kernel_resources(kern, NV, 256)
+    assert (res["registers"], res["barriers"], res["spill_stores"]) == (10, 0, 0) and asked == [NV]
+    # not on other platforms, and not where the first log already has the kernel
+    assert gb.kernel_resources(kern, HOPPER, 256)["registers"] is None and asked == [NV]
+    monkeypatch.setattr(kmod, "build_log", lambda prg, dev: H100_COPY_LOG)
+    assert gb.kernel_resources(kern, NV, 256)["registers"] == 10 and asked == [NV]
+
+
+def test_the_fresh_build_passes_the_drivers_cache(monkeypatch):
+    built = []
+
+    class FakeProgram:
+        def __init__(self, ctx, text):
+            self.text = text
+
+        def build(self, options, devices):
+            built.append((self.text, options, devices))
+            return self
+
+        def get_build_info(self, device, param):
+            return H100_COPY_LOG
+
+    program = SimpleNamespace(
+        int_ptr=1234, get_info=lambda p: "ctx" if p == cl.program_info.CONTEXT else "__kernel void copy() {}",
+        get_build_info=lambda dev, p: "-DTYPE=float -I /x")
+    monkeypatch.setattr(resources.cl, "Program", FakeProgram)
+    resources._fresh.clear()
+    assert resources.fresh_log(program, NV) == H100_COPY_LOG
+    assert resources.fresh_log(program, NV) == H100_COPY_LOG and len(built) == 1  # once per program
+    text, options, devices = built[0]
+    assert options == "-DTYPE=float -I /x -cl-nv-verbose" and devices == [NV]
+    assert text.startswith("__kernel void copy() {}") and "__constant int gpubook_fresh_log_" in text
+    broken = SimpleNamespace(int_ptr=99, get_info=lambda p: (_ for _ in ()).throw(cl.LogicError("no")),
+                             get_build_info=lambda dev, p: "")
+    assert resources.fresh_log(broken, NV) == ""  # never raises
+    resources._fresh.clear()
+
+
+def test_the_fresh_source_is_new_each_time_and_still_builds():
+    a, b = resources.fresh_source(TILE), resources.fresh_source(TILE)
+    assert a != b and a.startswith(TILE)
+    ctx, _ = gb.make_queue()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cl.CompilerWarning)
+        prg = cl.Program(ctx, a).build(options=["-DN=2"])
+    assert prg.get_info(cl.program_info.KERNEL_NAMES) == "tile"
+
+
+def test_occupancy_only_where_work_groups_share_a_compute_unit(monkeypatch):
+    monkeypatch.setattr(kmod, "build_log", lambda prg, dev: (DATA / "ptxas_sample.txt").read_text())
+    wg = cl.kernel_work_group_info
+    kern = StubKernel("copy", {wg.PRIVATE_MEM_SIZE: 0, wg.LOCAL_MEM_SIZE: 0, wg.WORK_GROUP_SIZE: 256,
+                               wg.COMPILE_WORK_GROUP_SIZE: [1024, 1, 1]})
+    device = SimpleNamespace(compute_capability_major_nv=9, compute_capability_minor_nv=0,
+                             max_compute_units=132)
+    rows = _cells(gb.resource_table([("one", kern, 1024, 1), ("few", kern, 1024, 100),
+                                     ("many", kern, 1024, 264), ("unsaid", kern, 1024)], device))
+    assert rows[2][1] == "1,024" and rows[2][6] == "1,024"  # launched and declared
+    assert rows[2][7] == "one work-group: 1 of 132 compute units busy"
+    assert rows[3][7] == "100 work-groups for 132 compute units: none shares one"
+    assert rows[4][7] == rows[5][7] == "100% (warps)"  # 20 registers x 1,024: two groups fill 64 warps
