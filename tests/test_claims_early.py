@@ -144,6 +144,8 @@ def test_chapter3_short_arrays_hold_on_the_records(slug):
     assert len(rows) == 5
     held(rc.short_arrays([x["rate"] for x in rows], [x["median_s"] * 1e6 for x in rows],
                          rec(slug, "00_device")["limits"]["launch_us"], small))
+    full = {x["variant"]: x["rate"] for x in r["sweep"] if x["floats"] == r["n"]}
+    held(rc.short_falls([x["rate"] for x in rows], [full[x["variant"]] for x in rows]))
 
 
 @pytest.mark.parametrize("slug", DEVICES)
