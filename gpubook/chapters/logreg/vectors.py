@@ -1,8 +1,6 @@
 """Chapter 4 (vector types): its exercises' claims (gpubook.claims), and its resource
 tables with the work-group size each kernel was built for. Chapters 1-3 do not use this
 module."""
-import pyopencl as cl
-
 from ...claims import claim
 from ...resources import resource_table
 
@@ -12,28 +10,10 @@ def _said(name, relation, held, failed, missing, **values):
     return claim(name, relation, held + ".", failed + ".", missing + ".", **values)
 
 
-def _declared(kern, device):
-    try:
-        size = kern.get_work_group_info(cl.kernel_work_group_info.COMPILE_WORK_GROUP_SIZE, device)
-    except (cl.Error, AttributeError, TypeError, ValueError):
-        return None
-    return size[0] * size[1] * size[2] if size and all(size) else None
-
-
 def declared_table(rows, device):
-    """gb.resource_table of (label, kernel, group_size) rows, where the 'max work-group'
-    column shows, for a kernel built with reqd_work_group_size, the size it declares (the
-    size it was launched with) instead of the runtime's generic limit."""
-    lines = resource_table(rows, device).splitlines()
-    out = lines[:2]
-    out[0] = out[0].replace("| max work-group |", "| max work-group (declared where built for one) |")
-    for line, (_, kern, _) in zip(lines[2:], rows):
-        cells = line.strip().strip("|").split("|")
-        size = _declared(kern, device)
-        if size is not None:
-            cells[6] = f" {size:,} declared "
-        out.append("|" + "|".join(cells) + "|")
-    return "\n".join(out)
+    """gb.resource_table of (label, kernel, group_size) rows: its 'declared work-group'
+    column gives, for a kernel built with reqd_work_group_size, the size it was built for."""
+    return resource_table(rows, device)
 
 
 def registers_exercise(rates, in_regs):

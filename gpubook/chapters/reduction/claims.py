@@ -19,8 +19,8 @@ def work_group_note(wg, device_max, kernel_max, train_max):
     """What the device-wide sum launched: `wg` work-items per group in every step, where the
     device allows `device_max` and the kernels, built for `wg` (reqd_work_group_size),
     report `kernel_max`; the training kernels of the first half launched up to `train_max`."""
-    built = (f"each kernel is built for that size (`reqd_work_group_size`), which is the 'max work-group' "
-             f"of {kernel_max} its resource table shows" if kernel_max == wg else
+    built = ("each kernel declares that size (`reqd_work_group_size`), as the 'declared work-group' "
+             "column of its resource table shows" if kernel_max == wg else
              f"the built kernels allow up to {kernel_max}")
     return (f"Every step of the device-wide sum ran with work-groups of {wg} work-items, DeviceSum's default: "
             f"the largest power of two up to 256 that the device allows (here up to {device_max}); {built}. "
