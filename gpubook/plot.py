@@ -1,8 +1,97 @@
-"""One plot style for every chapter: rates with their 20-80% band, other
-recorded devices drawn on top in their own grey line style, and the device
-limit as a line."""
+"""One plot style for every chapter: figure sizes and fonts legible where the
+site shows them, rates with their 20-80% band, other recorded devices drawn on
+top in their own grey line style, and the device limit as a line.
+
+The rule every figure follows (chapters' figures.py draw through it):
+
+- Make a figure with `new_figure(...)` (or size it with `figure_size(...)`):
+  COLUMN_IN inches wide at DPI, which the site shows in its column (COLUMN_PX CSS px
+  at a 1,280 px window) at about 0.75 of its natural width, never below
+  MIN_SCALE. A figure with several panels is one figure per panel, or
+  `full=True` (FULL_IN inches), which the site shows across the full width
+  (FULL_PX CSS px, never below MIN_SCALE_FULL of its natural width).
+- A full-width figure is marked by its width: the site's script
+  (_static/gpubook.js) widens the cell of every output image wider than
+  COLUMN_PX / MIN_SCALE natural px, as the theme does for a cell tagged
+  `full-width` (the tag works too, for a narrower figure that should span).
+- No text below MIN_POINTS points (ticks, legends, annotations): at the sizes
+  above that is at least MIN_CSS_PX CSS px on the page. `legibility(fig)` works
+  out both numbers for a drawn figure; the figure tests call `check_legible`.
+- Never set a figsize or dpi by hand; never a fontsize below MIN_POINTS.
+"""
+import io
+
+import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
+
+COLUMN_PX = 676        # CSS px of an output cell's width at a 1,280 px window
+FULL_PX = 920          # a full-width cell's, at the same window (the theme: 136%)
+DPI = 140              # PNG pixels per inch (fig.dpi: the inline backend saves at it)
+COLUMN_IN = 6.4        # a column figure: 896 natural px, shown at ~0.75
+FULL_IN = 9.0          # a full-width figure: 1,260 natural px, shown at ~0.73
+MIN_SCALE = 0.7        # shown at no less than this share of its natural width
+MIN_SCALE_FULL = 0.5   # the same for a full-width figure
+MIN_CSS_PX = 9         # the smallest text as displayed
+MIN_POINTS = 7         # the smallest font size a figure may use
+STYLE = {"figure.dpi": DPI, "savefig.dpi": "figure", "figure.figsize": (COLUMN_IN, 4.0),
+         "font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "xtick.labelsize": 8,
+         "ytick.labelsize": 8, "legend.fontsize": 8, "legend.title_fontsize": 8,
+         "figure.titlesize": 10}
+matplotlib.rcParams.update(STYLE)
+
+
+def figure_size(height, full=False):
+    """(width, height) in inches of a column figure, or of a full-width one."""
+    return (FULL_IN if full else COLUMN_IN, float(height))
+
+
+def new_figure(*args, height=4.0, full=False, **kwargs):
+    """plt.subplots at the book's width and DPI (column, or full width for several
+    panels side by side), on an opaque white background (the site has a dark mode)."""
+    if "figsize" in kwargs:
+        raise TypeError("new_figure sizes the figure: give height= and full=, not figsize")
+    fig, axes = plt.subplots(*args, figsize=figure_size(height, full), dpi=DPI, **kwargs)
+    on_white(fig)
+    return fig, axes
+
+
+def new_plain_figure(height=4.0, full=False):
+    """plt.figure at the book's width and DPI (for figures laid out by hand)."""
+    return on_white(plt.figure(figsize=figure_size(height, full), dpi=DPI))
+
+
+def natural_width(fig):
+    """The PNG width in px that the page stores for fig (saved as the inline backend
+    saves it: at fig.dpi, cropped to what is drawn)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=fig.dpi, bbox_inches="tight")
+    return int.from_bytes(buf.getvalue()[16:20], "big")
+
+
+def legibility(fig):
+    """How the site shows fig at a 1,280 px window: natural width (px), whether it is
+    full-width, the share of its natural width shown, and its smallest text in
+    points and in CSS px as displayed."""
+    width = natural_width(fig)
+    full = width > COLUMN_PX / MIN_SCALE
+    scale = min(1.0, (FULL_PX if full else COLUMN_PX) / width)
+    sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text)
+             if t.get_visible() and t.get_text().strip() and t.get_figure() is not None]
+    points = min(sizes) if sizes else float("inf")
+    return {"natural_px": width, "full": full, "scale": scale, "points": points,
+            "css_px": points * fig.dpi / 72 * scale}
+
+
+def check_legible(fig, what="figure"):
+    """Raise AssertionError unless fig follows the rule of this module's docstring."""
+    got = legibility(fig)
+    least = MIN_SCALE_FULL if got["full"] else MIN_SCALE
+    assert got["scale"] >= least, f"{what}: shown at {got['scale']:.2f} of its width, below {least}: {got}"
+    assert got["points"] >= MIN_POINTS, f"{what}: text at {got['points']} pt, below {MIN_POINTS}: {got}"
+    assert got["css_px"] >= MIN_CSS_PX, f"{what}: text {got['css_px']:.1f} CSS px as shown: {got}"
+    return got
+
 
 # Other recorded devices: one grey, one line style and one marker per device, so
 # that none is mistaken for this device's curve of the same variant. They are
@@ -75,7 +164,7 @@ def plot_sweep(records, x_name, xlabel, ylabel, title, device_name, value="rate"
     where the story is a ratio within one decade.
     """
     if ax is None:
-        _, ax = plt.subplots(figsize=(7.5, 4.5))
+        _, ax = new_figure(height=4.4)
     colours = _curves(ax, records, x_name, value)
     for i, (name, recs) in enumerate((references or {}).items()):
         _reference_curves(ax, i, name, recs, x_name, value, colours)
@@ -123,7 +212,7 @@ def plot_time_bars(runs, title, device_name, ax=None):
     ({label: {kernel: seconds}}), one colour per kernel name. A kernel that took
     no time in any run gets neither a bar nor a legend entry."""
     if ax is None:
-        _, ax = plt.subplots(figsize=(7.5, 0.45 * len(runs) + 2.4))
+        _, ax = new_figure(height=0.45 * len(runs) + 2.4)
     names = [k for k in dict.fromkeys(k for by_kernel in runs.values() for k in by_kernel)
              if any(by_kernel.get(k, 0.0) > 0 for by_kernel in runs.values())]
     colours = plt.get_cmap("tab10" if len(names) <= 10 else "tab20").colors   # one per kernel, none repeated
@@ -143,10 +232,3 @@ def plot_time_bars(runs, title, device_name, ax=None):
 
 IDLE = "#f2f2f2"
 
-
-def new_figure(*args, **kwargs):
-    """plt.subplots with an opaque white background (the site has a dark mode)."""
-    fig, axes = plt.subplots(*args, **kwargs)
-    fig.patch.set_facecolor("white")
-    fig.patch.set_alpha(1.0)
-    return fig, axes

@@ -6,6 +6,7 @@ import pytest
 
 import gpubook as gb
 from gpubook.chapters.covariance import figures as cf
+from test_figures_style import every_figure_is_legible  # noqa: F401 (autouse: checks every figure)
 
 SHAPE = {"TM": 32, "TN": 32, "WM": 8, "WN": 8, "K": 4}
 

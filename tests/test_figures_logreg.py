@@ -10,6 +10,7 @@ import gpubook as gb
 from gpubook.chapters.logreg import figures as lf
 from gpubook.chapters.reduction import figures as rf
 from gpubook.chapters.transpose import figures as tf
+from test_figures_style import every_figure_is_legible  # noqa: F401 (autouse: checks every figure)
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from gpubook.chapters.lsq import figures as lf
+from test_figures_style import every_figure_is_legible  # noqa: F401 (autouse: checks every figure)
 
 
 def test_row_update_owners_follow_the_kernel_loop():

@@ -6,6 +6,7 @@ import pytest
 
 import gpubook as gb
 from gpubook.chapters.scan import figures as sf
+from test_figures_style import every_figure_is_legible  # noqa: F401 (autouse: checks every figure)
 
 A, I, N = sf.AGGREGATE, sf.INCLUSIVE, sf.NONE
 

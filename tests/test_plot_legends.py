@@ -16,6 +16,7 @@ from matplotlib.patches import Patch  # noqa: E402
 
 import gpubook as gb  # noqa: E402
 from gpubook import plot, timeline  # noqa: E402
+from test_figures_style import every_figure_is_legible  # noqa: F401 (autouse: checks every figure)
 
 
 def records(variants, xs, scale=1.0):

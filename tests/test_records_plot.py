@@ -9,6 +9,7 @@ import pytest
 
 import gpubook as gb
 from gpubook import reference
+from test_figures_style import every_figure_is_legible  # noqa: F401 (autouse: checks every figure)
 
 DEV = SimpleNamespace(name="Test GPU 9000 ", vendor="V", driver_version="1.0",
                       platform=SimpleNamespace(name="P"))

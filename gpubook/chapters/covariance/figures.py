@@ -15,7 +15,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.patches import Rectangle
 
 from ... import trace
-from ...plot import on_white
+from ...plot import new_figure, new_plain_figure, on_white
 
 LV = 4                      # floats per 16-byte vector: the register tiles' LV in float
 ITEM_COLOURS = ListedColormap(plt.get_cmap("tab20").colors)
@@ -139,7 +139,7 @@ def traced_register_tiles(ctx, queue, shape, tiles=2):
 
 # drawing -----------------------------------------------------------------------
 
-def _cells(ax, values, cmap, labels=None, fontsize=6):
+def _cells(ax, values, cmap, labels=None, fontsize=7):
     """A grid of cells coloured by an integer category (-1: white), optionally
     labelled; a listed colour map's colours repeat past its length."""
     values = np.asarray(values)
@@ -186,7 +186,7 @@ def draw_local_tiles(own, t, g=None, chunk=0, source="index arithmetic"):
     tiles = n // t
     g = tiles * (tiles + 1) // 2 - 2 if g is None else g      # a tile below the diagonal
     bi, bj = triangle_tile(g)
-    fig, axes = plt.subplots(1, 3, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1, 0.75, 1.1]})
+    fig, axes = new_figure(1, 3, height=4.2, full=True, gridspec_kw={"width_ratios": [1, 0.75, 1.1]})
     ax = axes[0]
     _cells(ax, own.group, GROUP_COLOURS)
     _tile_frames(ax, own, t, t)
@@ -236,7 +236,7 @@ def draw_register_tiles(own, shape, source="index arithmetic"):
     tx_n, ty_n = tn // wn, tm // wm
     nt = tx_n * ty_n
     n = own.group.shape[0]
-    fig = plt.figure(figsize=(11, 5.2))
+    fig = new_plain_figure(height=5.2, full=True)
     grid = fig.add_gridspec(2, 3, width_ratios=[1, 1.15, 1.1], height_ratios=[1, 0.28])
     ax = fig.add_subplot(grid[:, 0])
     _cells(ax, own.group, GROUP_COLOURS)
@@ -263,9 +263,9 @@ def draw_register_tiles(own, shape, source="index arithmetic"):
     ax.imshow(np.ma.masked_less(strip, 0), cmap=strip_cmap, vmin=0, vmax=strip_cmap.N,
               interpolation="nearest")
     for i in range(0, tm, LV):
-        ax.text(0, 2 + i + LV / 2 - 0.5, str(reader_a[i]), ha="center", va="center", fontsize=6)
+        ax.text(0, 2 + i + LV / 2 - 0.5, str(reader_a[i]), ha="center", va="center", fontsize=7)
     for j in range(0, tn, LV):
-        ax.text(2 + j + LV / 2 - 0.5, 0, str(reader_b[j]), ha="center", va="center", fontsize=6)
+        ax.text(2 + j + LV / 2 - 0.5, 0, str(reader_b[j]), ha="center", va="center", fontsize=7)
     _frame(ax, 2, 2, tm, tn)
     ax.set_xticks([])
     ax.set_yticks([])

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from ...plot import new_figure
+from ...plot import new_figure, new_plain_figure
 
 # one colour per work-item (or lane); text on them stays black
 ITEM_COLOURS = ("#8dd3c7", "#fdb462", "#bebada", "#fb8072", "#80b1d3", "#b3de69", "#fccde5", "#d9d9d9")
@@ -58,7 +58,7 @@ def walk_figure(J=6, K=8, line_bytes=64):
     against the visit number, with the cache lines of `line_bytes` bytes."""
     if J < 1 or K < 1 or J * K > 128:
         raise ValueError(f"a J x K = {J} x {K} grid is too large to draw (at most 128 cells)")
-    fig = plt.figure(figsize=(10, 7.4))
+    fig = new_plain_figure(height=7.0, full=True)
     fig.patch.set_facecolor("white")
     spec = fig.add_gridspec(2, 2, height_ratios=[1, 1.1], hspace=0.45, wspace=0.15)
     cmap = plt.get_cmap("viridis")
@@ -127,7 +127,7 @@ def split_figure(J=16, K=8, N=4):
                          f"(at most 256 cells and {len(ITEM_COLOURS)} work-items)")
     owner = row_owner(J, N)
     writer, feature = partial_writer(N, K)
-    fig, ax = new_figure(figsize=(10, 0.36 * J + 1.6))
+    fig, ax = new_figure(height=0.36 * J + 1.6, full=True)
     gap = 5                                   # columns between the two arrays
     top = (J - N) / 2                         # partial drawn level with the middle of X
     for j in range(J):
@@ -180,7 +180,7 @@ def float4_figure(J=8, K=8, N=2):
     a time (step 3) against one float4 at a time (step 4)."""
     if J * K > 128 or N > len(ITEM_COLOURS):
         raise ValueError(f"J x K = {J} x {K} is too large to draw (at most 128 cells)")
-    fig, axes = new_figure(1, 2, figsize=(10, 4.6))
+    fig, axes = new_figure(1, 2, height=4.6, full=True)
     for ax, width, name in zip(axes, (1, 4), ("float: step 3 (tree.cl), 4 bytes per load", "float4: step 4 (float4.cl), 16 bytes per load")):
         item, load = loads_of(J, K, N, width)
         for j in range(J):
@@ -224,7 +224,7 @@ def plot_bars(bars, xlabel, title, device_name, limits=(), ax=None):
     of 'this device', 'reference device', 'seed'; limits: (value, label) lines."""
     colors = {"this device": "tab:blue", "reference device": "tab:gray", "seed": "tab:orange"}
     if ax is None:
-        _, ax = plt.subplots(figsize=(7.5, 0.45 * len(bars) + 1.6))
+        _, ax = new_figure(height=0.45 * len(bars) + 1.6)
     ys = np.arange(len(bars))[::-1]
     for y, (label, value, kind) in zip(ys, bars):
         ax.barh(y, value, color=colors[kind], hatch="//" if kind == "reference device" else None,

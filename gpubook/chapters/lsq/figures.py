@@ -16,7 +16,7 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch, Rectangle
 
-from ...plot import on_white
+from ...plot import new_figure, on_white
 from .measure import phases
 
 ITEM_COLOURS = ListedColormap(plt.get_cmap("tab20").colors)
@@ -39,15 +39,15 @@ def draw_row_update(n, wg):
     """Column steps as rows: which work-item updates each element of row i of
     R (and the incoming row's x[k]) at step i."""
     own = row_update_owners(n, wg)
-    fig, (ax, side) = plt.subplots(1, 2, figsize=(10, 4.6), gridspec_kw={"width_ratios": [2.2, 1]})
+    fig, (ax, side) = new_figure(1, 2, height=4.6, full=True, gridspec_kw={"width_ratios": [2.2, 1]})
     shown = np.ma.masked_less(np.where(own >= 0, own % ITEM_COLOURS.N, -1), 0)
     ax.imshow(shown, cmap=ITEM_COLOURS.with_extremes(bad="white"), vmin=0, vmax=ITEM_COLOURS.N,
               interpolation="nearest")
     for (i, k), t in np.ndenumerate(own):
         if t >= 0:
-            ax.text(k, i, str(t), ha="center", va="center", fontsize=6)
+            ax.text(k, i, str(t), ha="center", va="center", fontsize=7)
         if k == i:
-            ax.text(k, i, "d", ha="center", va="center", fontsize=6, color="0.4")
+            ax.text(k, i, "d", ha="center", va="center", fontsize=7, color="0.4")
     ax.set_xticks(np.arange(-0.5, n, 1), minor=True)
     ax.set_yticks(np.arange(-0.5, n, 1), minor=True)
     ax.grid(which="minor", color="0.85", linewidth=0.4)
@@ -100,7 +100,7 @@ def draw_blocked_qr(n=12, b=10, nb=4, k0=4, jj=1, row_groups=3):
     part = blocked_parts(n, b, nb, k0, jj)
     pw = dict(panels(n, nb))[k0]
     cmap = ListedColormap(list(PART_COLOURS.values()))
-    fig, ax = plt.subplots(figsize=(9.5, 5.6))
+    fig, ax = new_figure(height=5.2, full=True)
     ax.imshow(part, cmap=cmap, vmin=0, vmax=len(PART_COLOURS), interpolation="nearest")
     ax.set_xticks(np.arange(-0.5, n + 1, 1), minor=True)
     ax.set_yticks(np.arange(-0.5, n + b, 1), minor=True)
@@ -173,7 +173,7 @@ def wy_error(v, t_mat):
 def draw_compact_wy(v, t_mat):
     """V, T and the three products of the trailing update, drawn to shape."""
     rows, pw = v.shape
-    fig, axes = plt.subplots(1, 3, figsize=(10, 4.4), gridspec_kw={"width_ratios": [0.9, 0.9, 2.2]})
+    fig, axes = new_figure(1, 3, height=4.4, full=True, gridspec_kw={"width_ratios": [0.9, 0.9, 2.2]})
     limit = max(np.abs(v).max(), np.abs(t_mat).max())
     for ax, mat, what in ((axes[0], v, f"V = [I; U], {rows} x {pw}"), (axes[1], t_mat, f"T, {pw} x {pw}")):
         shown = np.ma.masked_equal(mat, 0.0)
@@ -181,7 +181,7 @@ def draw_compact_wy(v, t_mat):
                   interpolation="nearest")
         for (i, k), val in np.ndenumerate(mat):
             if val != 0.0:
-                ax.text(k, i, f"{val:.1f}", ha="center", va="center", fontsize=6)
+                ax.text(k, i, f"{val:.1f}", ha="center", va="center", fontsize=7)
         ax.set_xticks(range(pw))
         ax.set_yticks([])
         ax.set_xlabel("reflection")
@@ -237,7 +237,7 @@ def draw_launches(trace, cols, band, title="CholeskyQR2: every launch of one fac
     stages = phases(names)
     kinds = list(dict.fromkeys(names))
     colours = dict(zip(kinds, plt.get_cmap("tab20").colors))
-    fig, (ax, side) = plt.subplots(1, 2, figsize=(12, 4.8), gridspec_kw={"width_ratios": [2.6, 1]})
+    fig, (ax, side) = new_figure(1, 2, height=4.8, full=True, gridspec_kw={"width_ratios": [2.6, 1]})
     for row, (label, idx) in enumerate(stages):
         for i in idx:
             ax.add_patch(Rectangle((i, row - 0.38), 0.9, 0.76, color=colours[names[i]], linewidth=0))

@@ -96,7 +96,7 @@ def tree_figure(reads_by_step, wg, warp=32, banks=32, source="traced on the devi
     lines join it to the two words it adds. Right: each warp's state and the
     worst bank conflict of the round."""
     n_rounds = wg.bit_length() - 1
-    fig, axes = new_figure(len(reads_by_step), 1, figsize=(11, 3.1 * len(reads_by_step) + 0.8),
+    fig, axes = new_figure(len(reads_by_step), 1, height=3.1 * len(reads_by_step) + 0.8, full=True,
                            squeeze=False)
     warp_colours = ("#1f77b4", "#ff7f0e", "#9467bd", "#8c564b", "#17becf", "#bcbd22", "#e377c2", "#7f7f7f")
     n_warps = -(-wg // warp)
@@ -162,7 +162,7 @@ BANK_CASES = (("2_sequential.cl: sums[lid + s], neighbours 1 float apart", 1),
 def bank_figure(cases=BANK_CASES, warp=32, banks=32):
     """One warp's reads of local memory in one round, lane -> bank, for each
     (label, stride) case: partial sums `stride` floats apart."""
-    fig, axes = new_figure(len(cases), 1, figsize=(10, 2.4 * len(cases) + 0.6), squeeze=False)
+    fig, axes = new_figure(len(cases), 1, height=2.4 * len(cases) + 0.6, full=True, squeeze=False)
     for ax, (label, stride) in zip(axes[:, 0], cases):
         words = bank_words(stride, warp=warp)
         conflict = bank_conflict(words, banks)

@@ -12,7 +12,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from ... import trace
-from ...plot import on_white
+from ...plot import new_figure, on_white
 from .steps import WG_SCAN
 
 ITEM_COLOURS = ListedColormap(plt.get_cmap("tab20").colors)
@@ -117,7 +117,7 @@ def draw_hillis_steele(adds, wg, source="index arithmetic"):
     positions lid - 2^(r+1) + 1 .. lid; an arrow for every addition."""
     offsets = sorted({off for off, _, _ in adds})
     rounds = len(offsets)
-    fig, ax = plt.subplots(figsize=(min(11, max(8.5, 1.2 + 0.62 * wg)), 0.9 * rounds + 1.7))
+    fig, ax = new_figure(height=0.9 * rounds + 1.7, full=wg > 8)
     for r in range(rounds + 1):
         y = -r
         width = 1 << r                          # positions summed after r rounds
@@ -150,13 +150,13 @@ def draw_work_efficient(loaders, scanners, wg, items, source="index arithmetic")
     label, who scans it in registers, the work-group scan of the totals, and
     the carry added back."""
     n = wg * items
-    fig, ax = plt.subplots(figsize=(11, 3.6))
+    fig, ax = new_figure(height=3.6, full=True)
     rows = [("1. load (coalesced):\nposition i by work-item i mod WG", loaders),
             ("2. scan in registers:\nwork-item t takes t·ITEMS ..", scanners)]
     for r, (what, owner) in enumerate(rows):
         y = -1.1 * r
         for i in range(n):
-            _box(ax, i, y, ITEM_COLOURS(owner[i] % 20), str(owner[i]), w=0.95, h=0.6, fontsize=6)
+            _box(ax, i, y, ITEM_COLOURS(owner[i] % 20), str(owner[i]), w=0.95, h=0.6, fontsize=7)
         ax.text(-1, y, what, ha="right", va="center", fontsize=8)
     for t in range(wg):                       # the serial chain in registers
         for k in range(items - 1):
@@ -192,7 +192,7 @@ def draw_lookback(flags, tile, look):
     prefix."""
     walk = lookback(flags, tile, look)
     shown = len(flags) + 1
-    fig, ax = plt.subplots(figsize=(min(11, 1.5 + 0.8 * shown), 3.2))
+    fig, ax = new_figure(height=3.2, full=shown > 7)
     for j in range(shown):
         if j == tile:
             _box(ax, j, 0, "#85c1e9", "looks back", h=0.7)

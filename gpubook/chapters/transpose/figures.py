@@ -79,7 +79,8 @@ def warp_figure(addresses, kp, sector=32):
     on top, the sectors they touch below in address order (a gap: sectors
     skipped), each sector cut into its 4-byte words, a word coloured by the lane
     that reads it; lines join each lane to its first word."""
-    fig, axes = new_figure(len(addresses), 1, figsize=(11, 2.5 * len(addresses) + 0.7), squeeze=False)
+    fig, axes = new_figure(len(addresses), 1, height=2.5 * len(addresses) + 0.7, full=True,
+                           squeeze=False)
     words_per_sector = sector // 4
     for ax, (variant, addr) in zip(axes[:, 0], addresses.items()):
         width = KERNELS[variant][2]
