@@ -7,7 +7,8 @@
 // work-items read neighbouring floats of a row, so every load of a warp is one
 // coalesced transaction. A second launch with R = 1 over the R x n partial
 // sums gives the n column sums.
-__kernel void col_sums(__global const float *restrict x, __global const float *restrict shift,
+__kernel void col_sums(__global const float *restrict x,
+                       __global const float *restrict shift,
                        __global float *restrict partial, const int m, const int n,
                        const int accumulate)
 {

@@ -5,8 +5,8 @@
 // MIRROR = 0 takes S as it is (a rectangular tile of C, no triangle).
 __kernel void finish(__global const float *restrict s, const int lds,
                      __global float *restrict c, const int rows, const int cols,
-                     __global const float *restrict d1, __global const float *restrict d2,
-                     const float inv_m)
+                     __global const float *restrict d1,
+                     __global const float *restrict d2, const float inv_m)
 {
     const int j2 = get_global_id(0);
     const int j1 = get_global_id(1);

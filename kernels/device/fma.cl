@@ -15,7 +15,8 @@ __kernel void fma_chains(__global TYPE *out, const TYPE a, const TYPE b)
     const size_t gid = get_global_id(0);
     TYPE x0 = (TYPE)(gid & 1023) * (TYPE)1e-3f;
     TYPE x1 = x0 + (TYPE)0.125f, x2 = x0 + (TYPE)0.25f, x3 = x0 + (TYPE)0.375f;
-    TYPE x4 = x0 + (TYPE)0.5f, x5 = x0 + (TYPE)0.625f, x6 = x0 + (TYPE)0.75f, x7 = x0 + (TYPE)0.875f;
+    TYPE x4 = x0 + (TYPE)0.5f, x5 = x0 + (TYPE)0.625f, x6 = x0 + (TYPE)0.75f,
+         x7 = x0 + (TYPE)0.875f;
 #pragma unroll 16
     for (int i = 0; i < ITERS; i++) {
         x0 = fma(x0, a, b); x1 = fma(x1, a, b);

@@ -8,11 +8,12 @@
 // order; `xrow` is scratch for one row.
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 
-__kernel void includ_sequential(__global const double *restrict x, __global const double *restrict y,
-                                __global const double *restrict wt, const int row0, const int rows,
-                                const int n, __global double *restrict d, __global double *restrict rbar,
-                                __global double *restrict thetab, __global double *restrict sserr,
-                                __global double *restrict xrow)
+__kernel void includ_sequential(
+        __global const double *restrict x, __global const double *restrict y,
+        __global const double *restrict wt, const int row0, const int rows,
+        const int n, __global double *restrict d, __global double *restrict rbar,
+        __global double *restrict thetab, __global double *restrict sserr,
+        __global double *restrict xrow)
 {
     double sse = sserr[0];
     for (int row = row0; row < row0 + rows; ++row) {

@@ -8,20 +8,21 @@
 // value per column, written by work-item 0) cross between work-items: their
 // new values are written one column late, after every work-item has read the
 // old ones (the column's barrier fences global memory too: a barrier with only
-// the local fence would not order those reads before that write). Where xi = 0 every work-item skips the update alike; the barrier
-// stays outside that branch, so every work-item meets every barrier.
+// the local fence would not order those reads before that write). Where xi = 0 every
+// work-item skips the update alike; the barrier stays outside that branch, so every
+// work-item meets every barrier.
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void includ_row_group(__global const double *restrict x, __global const double *restrict y,
-                      __global const double *restrict wt, const int row0, const int rows, const int n,
-                      __global double *restrict d, __global double *restrict rbar,
-                      __global double *restrict thetab, __global double *restrict sserr)
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void includ_row_group(
+        __global const double *restrict x, __global const double *restrict y,
+        __global const double *restrict wt, const int row0, const int rows,
+        const int n, __global double *restrict d, __global double *restrict rbar,
+        __global double *restrict thetab, __global double *restrict sserr)
 {
     __local double xr[NMAX];
     const int lid = get_local_id(0);
     double sse = sserr[0];
-    int late = -1;                       // column whose d and thetab work-item 0 still owes
+    int late = -1;  // column whose d and thetab work-item 0 still owes
     double late_d = 0.0, late_t = 0.0;
     for (int row = row0; row < row0 + rows; ++row) {
         for (int k = lid; k < n; k += WG)
@@ -54,7 +55,8 @@ void includ_row_group(__global const double *restrict x, __global const double *
                 yelem -= xi * ti;
             }
             nextr += n - i - 1;
-            barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);   // every work-item meets every barrier
+            barrier(CLK_LOCAL_MEM_FENCE |
+                    CLK_GLOBAL_MEM_FENCE);  // every work-item meets every barrier
         }
         if (lid == 0 && late >= 0) {
             d[late] = late_d;

@@ -31,14 +31,16 @@ static void reduce_rows(__local double *x)
 
 // Partial sums, over this work-group's rows, of B[r, col] * B[r, k0 + l] for
 // the panel's columns l < pw: part[group * NB + l].
-static void panel_dots(__global const double *B, const int b, const int ld, const int k0,
-                       const int pw, const int col, __global double *part, __local double *x)
+static void panel_dots(__global const double *B, const int b, const int ld,
+                       const int k0, const int pw, const int col,
+                       __global double *part, __local double *x)
 {
     const int lid = get_local_id(0);
     double acc[NB];
     for (int l = 0; l < NB; ++l)
         acc[l] = 0.0;
-    for (int r = get_group_id(0) * WGS * RPI + lid, t = 0; t < RPI && r < b; ++t, r += WGS) {
+    for (int r = get_group_id(0) * WGS * RPI + lid, t = 0; t < RPI && r < b;
+         ++t, r += WGS) {
         __global const double *row = B + (size_t)r * ld;
         const double c = row[col];
 #pragma unroll
@@ -53,9 +55,9 @@ static void panel_dots(__global const double *B, const int b, const int ld, cons
         part[get_group_id(0) * NB + lid] = x[lid];
 }
 
-__kernel __attribute__((reqd_work_group_size(WGS, 1, 1)))
-void house_dots(__global const double *restrict B, const int b, const int ld, const int k0,
-                const int pw, __global double *restrict part)
+__kernel __attribute__((reqd_work_group_size(WGS, 1, 1))) void house_dots(
+        __global const double *restrict B, const int b, const int ld, const int k0,
+        const int pw, __global double *restrict part)
 {
     __local double x[WGS * NB];
     panel_dots(B, b, ld, k0, pw, k0, part, x);
@@ -69,12 +71,12 @@ void house_dots(__global const double *restrict B, const int b, const int ld, co
 // is only read here: every work-group reads R[j, .] in this launch).
 // Everything on the way to the reflection is spread over the work-items:
 // WGS / NB of them sum each column's partials, one per column forms w.
-__kernel __attribute__((reqd_work_group_size(WGS, 1, 1)))
-void house_step(__global double *restrict B, __global const double *restrict R, const int b,
-                const int ld, const int k0, const int pw, const int jj, const int groups,
-                __global const double *restrict part_in, __global double *restrict part_out,
-                __global double *restrict tau, __global double *restrict T,
-                __global double *restrict rnew)
+__kernel __attribute__((reqd_work_group_size(WGS, 1, 1))) void house_step(
+        __global double *restrict B, __global const double *restrict R, const int b,
+        const int ld, const int k0, const int pw, const int jj, const int groups,
+        __global const double *restrict part_in, __global double *restrict part_out,
+        __global double *restrict tau, __global double *restrict T,
+        __global double *restrict rnew)
 {
     __local double x[WGS * NB];
     __local double g[NB], w[NB];
@@ -101,10 +103,12 @@ void house_step(__global double *restrict B, __global const double *restrict R, 
     }
     // w[l] = v' (column l) = R[j, k0 + l] + u' B[:, k0 + l], for l > jj
     if (lid < NB)
-        w[lid] = (lid > jj && lid < pw) ? R[(size_t)j * ld + k0 + lid] + scale * g[lid] : 0.0;
+        w[lid] = (lid > jj && lid < pw) ? R[(size_t)j * ld + k0 + lid] + scale * g[lid]
+                                        : 0.0;
     barrier(CLK_LOCAL_MEM_FENCE);
 
-    for (int r = get_group_id(0) * WGS * RPI + lid, i = 0; i < RPI && r < b; ++i, r += WGS) {
+    for (int r = get_group_id(0) * WGS * RPI + lid, i = 0; i < RPI && r < b;
+         ++i, r += WGS) {
         __global double *row = B + (size_t)r * ld + k0;
         const double u = scale * row[jj];
 #pragma unroll
@@ -114,8 +118,8 @@ void house_step(__global double *restrict B, __global const double *restrict R, 
         row[jj] = u;
     }
     if (get_group_id(0) == 0) {
-        // T[:jj, jj] = -t T[:jj, :jj] (U[:, :jj]' u_jj), with U[:, l]' u_jj = scale * g[l]:
-        // work-item i < jj takes row i of T
+        // T[:jj, jj] = -t T[:jj, :jj] (U[:, :jj]' u_jj), with U[:, l]' u_jj = scale *
+        // g[l]: work-item i < jj takes row i of T
         if (lid < jj) {
             double v = 0.0;
             for (int l = lid; l < jj; ++l)
@@ -140,12 +144,13 @@ void house_step(__global double *restrict B, __global const double *restrict R, 
 // work-group (tile, chunk) takes TN columns and the KC rows of its chunk and
 // leaves its share in Zp[chunk]; trail_finish adds the shares. Work-item
 // (cl, q) takes column cl and the rows r = q (mod QL) of the chunk.
-__kernel __attribute__((reqd_work_group_size(TN * QL, 1, 1)))
-void trail_w(__global const double *restrict B, const int b, const int ld, const int k0, const int pw,
-             __global double *restrict Zp, const int cend)
+__kernel __attribute__((reqd_work_group_size(TN * QL, 1, 1))) void trail_w(
+        __global const double *restrict B, const int b, const int ld, const int k0,
+        const int pw, __global double *restrict Zp, const int cend)
 {
     __local double z[QL * NB * TN];
-    const int lid = get_local_id(0), cl = lid % TN, q = lid / TN, chunk = get_group_id(1);
+    const int lid = get_local_id(0), cl = lid % TN, q = lid / TN,
+              chunk = get_group_id(1);
     const int c = k0 + pw + get_group_id(0) * TN + cl;
     const int r1 = min(b, (chunk + 1) * KC);
     double acc[NB];
@@ -177,14 +182,15 @@ void trail_w(__global const double *restrict B, const int b, const int ld, const
 // (lc, i) takes column c and row i of the panel: it adds up Z[i, c], the
 // work-group shares Z through local memory, and it forms W[i, c]. Work-group
 // 0 also copies the panel's new R block into R.
-__kernel __attribute__((reqd_work_group_size(FC, NB, 1)))
-void trail_finish(__global double *restrict R, const int ld, const int k0, const int pw,
-                  const int chunks, __global const double *restrict Zp,
-                  __global const double *restrict T, __global const double *restrict rnew,
-                  __global double *restrict W, const int cend)
+__kernel __attribute__((reqd_work_group_size(FC, NB, 1))) void trail_finish(
+        __global double *restrict R, const int ld, const int k0, const int pw,
+        const int chunks, __global const double *restrict Zp,
+        __global const double *restrict T, __global const double *restrict rnew,
+        __global double *restrict W, const int cend)
 {
     __local double z[NB][FC];
-    const int lc = get_local_id(0), i = get_local_id(1), c = k0 + pw + get_global_id(0);
+    const int lc = get_local_id(0), i = get_local_id(1),
+              c = k0 + pw + get_global_id(0);
     if (get_group_id(0) == 0)
         for (int e = i * FC + lc; e < pw * pw; e += FC * NB) {
             const int r = e / pw, l = e % pw;
@@ -209,11 +215,12 @@ void trail_finish(__global double *restrict R, const int ld, const int k0, const
     }
 }
 
-// B[r, c] -= sum over i of U[r, i] W[i, c] for the trailing columns (up to cend): work-item
-// (cl, rl) takes column c and rows rl, rl + RL, ... of its work-group's RT rows.
-__kernel __attribute__((reqd_work_group_size(TN, RL, 1)))
-void trail_update(__global double *restrict B, const int b, const int ld, const int k0, const int pw,
-                  __global const double *restrict W, const int cend)
+// B[r, c] -= sum over i of U[r, i] W[i, c] for the trailing columns (up to cend):
+// work-item (cl, rl) takes column c and rows rl, rl + RL, ... of its work-group's RT
+// rows.
+__kernel __attribute__((reqd_work_group_size(TN, RL, 1))) void trail_update(
+        __global double *restrict B, const int b, const int ld, const int k0,
+        const int pw, __global const double *restrict W, const int cend)
 {
     const int c = k0 + pw + get_global_id(0);
     if (c >= cend)
@@ -236,14 +243,15 @@ void trail_update(__global double *restrict B, const int b, const int ld, const 
 
 // Partial sums of B[r, col]^2 over each work-group's rows: what is left of
 // the response after all reflections is the residual.
-__kernel __attribute__((reqd_work_group_size(WGS, 1, 1)))
-void column_ss(__global const double *restrict B, const int b, const int ld, const int col,
-               __global double *restrict part)
+__kernel __attribute__((reqd_work_group_size(WGS, 1, 1))) void column_ss(
+        __global const double *restrict B, const int b, const int ld, const int col,
+        __global double *restrict part)
 {
     __local double x[WGS];
     const int lid = get_local_id(0);
     double s = 0.0;
-    for (int r = get_group_id(0) * WGS * RPI + lid, t = 0; t < RPI && r < b; ++t, r += WGS)
+    for (int r = get_group_id(0) * WGS * RPI + lid, t = 0; t < RPI && r < b;
+         ++t, r += WGS)
         s += B[(size_t)r * ld + col] * B[(size_t)r * ld + col];
     x[lid] = s;
     for (int h = WGS / 2; h > 0; h /= 2) {

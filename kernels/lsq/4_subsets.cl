@@ -58,9 +58,11 @@ static double rss_of(ulong g, __global const double *a, __global const double *b
 }
 
 // The subsets of ranks first, first + 1, ..., first + count - 1.
-__kernel void subset_rss(__global const double *restrict a, __global const double *restrict b,
-                         const double yty, const ulong first, const ulong count,
-                         __global const ulong *restrict binom, __global double *restrict rss)
+__kernel void subset_rss(__global const double *restrict a,
+                         __global const double *restrict b, const double yty,
+                         const ulong first, const ulong count,
+                         __global const ulong *restrict binom,
+                         __global double *restrict rss)
 {
     const ulong i = get_global_id(0);
     if (i < count)
@@ -71,11 +73,11 @@ __kernel void subset_rss(__global const double *restrict a, __global const doubl
 // Chapter 10: the same subsets, but each work-group of WG work-items keeps only
 // its smallest RSS and that subset's rank (the smaller rank on a tie), so that a
 // device returns 1/WG of the values and the search needs no array of every RSS.
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void subset_best(__global const double *restrict a, __global const double *restrict b,
-                 const double yty, const ulong first, const ulong count,
-                 __global const ulong *restrict binom, __global double *restrict best_rss,
-                 __global ulong *restrict best_rank)
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void subset_best(
+        __global const double *restrict a, __global const double *restrict b,
+        const double yty, const ulong first, const ulong count,
+        __global const ulong *restrict binom, __global double *restrict best_rss,
+        __global ulong *restrict best_rank)
 {
     __local double lr[WG];
     __local ulong lg[WG];
@@ -85,7 +87,8 @@ void subset_best(__global const double *restrict a, __global const double *restr
     lg[l] = first + i;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int step = WG / 2; step > 0; step >>= 1) {
-        if (l < step && (lr[l + step] < lr[l] || (lr[l + step] == lr[l] && lg[l + step] < lg[l]))) {
+        if (l < step && (lr[l + step] < lr[l] ||
+                         (lr[l + step] == lr[l] && lg[l + step] < lg[l]))) {
             lr[l] = lr[l + step];
             lg[l] = lg[l + step];
         }

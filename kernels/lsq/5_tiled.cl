@@ -14,9 +14,10 @@
 
 // Z[i, c] for i < pw and K0 <= c < ld: the chunks' sums, plus R[K0 + i, c]
 // for the columns past the panel (the e_j parts of the reflections).
-__kernel void z_sum(__global const double *restrict Zp, const int chunks, const int stride,
-                    __global const double *restrict R, __global double *restrict Z,
-                    const int ld, const int K0, const int pw)
+__kernel void z_sum(__global const double *restrict Zp, const int chunks,
+                    const int stride, __global const double *restrict R,
+                    __global double *restrict Z, const int ld, const int K0,
+                    const int pw)
 {
     const int c = K0 + get_global_id(0), i = get_global_id(1);
     if (c >= ld || i >= pw)
@@ -33,9 +34,9 @@ __kernel void z_sum(__global const double *restrict Zp, const int chunks, const 
 // parts of two reflections never overlap). Row i of T needs only its own
 // earlier entries: each work-item builds its rows, and the work-group shares one
 // column of G at a time through local memory. One work-group, ideally of pw.
-__kernel void build_t(__global const double *restrict Z, const int ld, const int K0, const int pw,
-                      __global const double *restrict tau, __global double *restrict T, const int ldt,
-                      __local double *g)
+__kernel void build_t(__global const double *restrict Z, const int ld, const int K0,
+                      const int pw, __global const double *restrict tau,
+                      __global double *restrict T, const int ldt, __local double *g)
 {
     // Work-item `lid` takes rows lid, lid + L, ... (L work-items): one row each
     // wherever the work-group is as wide as the panel.
@@ -53,7 +54,8 @@ __kernel void build_t(__global const double *restrict Z, const int ld, const int
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int i = lid; i < j; i += L) {
             __global double *row = T + (size_t)i * ldt;
-            double s[4] = {0.0, 0.0, 0.0, 0.0};    // four chains: the adds need not wait on each other
+            double s[4] = {0.0, 0.0, 0.0,
+                           0.0};  // four chains: the adds need not wait on each other
             int l = i;
             for (; l + 3 < j; l += 4)
                 for (int h = 0; h < 4; ++h)
@@ -77,9 +79,9 @@ __kernel void r_update(__global double *restrict R, __global const double *restr
 // Ut[i, r] = B[r, K0 + i] for i < pw, r < b, through a TT x TT tile in local
 // memory so that both the reads and the writes are along rows (TT: 16 where
 // the device allows 256 work-items in a group).
-__kernel __attribute__((reqd_work_group_size(TT, TT, 1)))
-void transpose(__global const double *restrict B, const int b, const int ld, const int K0,
-               const int pw, __global double *restrict Ut, const int ldu)
+__kernel __attribute__((reqd_work_group_size(TT, TT, 1))) void transpose(
+        __global const double *restrict B, const int b, const int ld, const int K0,
+        const int pw, __global double *restrict Ut, const int ldu)
 {
     __local double tile[TT][TT + 1];
     const int tx = get_local_id(0), ty = get_local_id(1);

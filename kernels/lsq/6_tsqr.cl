@@ -14,7 +14,8 @@
 //   1. part[ty][k] = sum over its rows t >= 1 of x_t * a_tk for k >= j
 //      (k = j gives the squared norm below the pivot), piv[k] = a_0k
 //   2. every work-item forms the same reflection from part and piv:
-//      beta = -sign(alpha) |x|, tau = (beta - alpha) / beta, v = (1, x / (alpha - beta))
+//      beta = -sign(alpha) |x|, tau = (beta - alpha) / beta, v = (1, x / (alpha -
+//      beta))
 //   3. a_k -= tau v (v'a_k) for its columns k > j and its rows
 //   4. the pivot becomes beta; column j is not read again.
 // A column with nothing below its pivot (tau = 0, as where a column repeats
@@ -123,8 +124,8 @@ void tsqr_leaf(__global double *restrict a, const int m, __global double *restri
 #else
 // Triangles 2g and 2g+1 of rin (count of them) into triangle g of rout; a
 // last one without a partner is copied. rin is overwritten.
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void tsqr_tree(__global double *restrict rin, const int count, __global double *restrict rout)
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void tsqr_tree(
+        __global double *restrict rin, const int count, __global double *restrict rout)
 {
     __local double part[TY * C], piv[C];
     const int g = get_group_id(0);
@@ -150,8 +151,8 @@ void tsqr_tree(__global double *restrict rin, const int count, __global double *
 
 // CholeskyQR2's helpers. The sum of `chunks` partial C x C Gram matrices,
 // `stride` apart (the register-tile product writes one per row chunk).
-__kernel void sum_chunks(__global const double *restrict part, const int chunks, const int stride,
-                         const int n2, __global double *restrict out)
+__kernel void sum_chunks(__global const double *restrict part, const int chunks,
+                         const int stride, const int n2, __global double *restrict out)
 {
     const int e = get_global_id(0);
     if (e >= n2)
@@ -164,7 +165,8 @@ __kernel void sum_chunks(__global const double *restrict part, const int chunks,
 
 // at = a' for a of m rows and C columns, through a TT x TT tile in local
 // memory (both reads and writes along rows).
-__kernel void transpose_rows(__global const double *restrict a, const int m, __global double *restrict at)
+__kernel void transpose_rows(__global const double *restrict a, const int m,
+                             __global double *restrict at)
 {
     __local double tile[TT][TT + 1];
     const int tx = get_local_id(0), ty = get_local_id(1);

@@ -20,7 +20,7 @@
 // No work-group waits for another: each launch finishes before the next.
 // Build options: CB, the block's columns; WG, chol_diag's work-items.
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
-#define LDL (CB + 1)                 // local rows padded by one: column walks change bank
+#define LDL (CB + 1)  // local rows padded by one: column walks change bank
 #define SB (CB < 16 ? CB : 16)       // the solves' sub-blocks
 
 // The block in local memory. At step c every work-item reads the pivot and
@@ -30,9 +30,10 @@
 // which column c is not part of: one barrier per column. Then M goes to
 // linv: L11 with its SB x SB diagonal sub-blocks inverted, so that the two
 // solves below wait on CB / SB sub-blocks instead of CB columns.
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void chol_diag(__global double *restrict g, const int ld, const int j0, const int w,
-               __global double *restrict diag, __global int *restrict flag, __global double *restrict linv)
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void chol_diag(
+        __global double *restrict g, const int ld, const int j0, const int w,
+        __global double *restrict diag, __global int *restrict flag,
+        __global double *restrict linv)
 {
     __local double a[CB * LDL];
     const int lid = get_local_id(0);
@@ -57,7 +58,8 @@ void chol_diag(__global double *restrict g, const int ld, const int j0, const in
         for (int e = (c + 1) * CB + lid; e < w * CB; e += WG) {
             const int i = e / CB, j = e % CB;
             if (j > c && j <= i)
-                a[i * LDL + j] = fma(-(a[i * LDL + c] * rl), a[j * LDL + c] * rl, a[i * LDL + j]);
+                a[i * LDL + j] = fma(-(a[i * LDL + c] * rl), a[j * LDL + c] * rl,
+                                     a[i * LDL + j]);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -108,8 +110,8 @@ static void load_linv(__global const double *linv, __local double *l)
 // x L11' = a, SB columns at a time: s = a - (the earlier x) L', a plain sum,
 // then x = s Lbb^-T with the sub-block's inverse, another. The chain of
 // dependent steps is CB / SB sub-blocks long instead of CB columns.
-__kernel void chol_rows(__global double *restrict g, const int ld, const int j0, const int k,
-                        __global const double *restrict linv)
+__kernel void chol_rows(__global double *restrict g, const int ld, const int j0,
+                        const int k, __global const double *restrict linv)
 {
     __local double l[CB * LDL];
     load_linv(linv, l);
@@ -144,8 +146,8 @@ __kernel void chol_rows(__global double *restrict g, const int ld, const int j0,
 
 // E's rows j0 .. j0 + w - 1, columns 0 .. j0 + w - 1: L11 x = b per column,
 // SB rows at a time as in chol_rows.
-__kernel void chol_cols(__global double *restrict e, const int ld, const int j0, const int w,
-                        __global const double *restrict linv)
+__kernel void chol_cols(__global double *restrict e, const int ld, const int j0,
+                        const int w, __global const double *restrict linv)
 {
     __local double l[CB * LDL];
     load_linv(linv, l);
@@ -177,13 +179,16 @@ __kernel void chol_cols(__global double *restrict e, const int ld, const int j0,
     }
 }
 
-// dst = the upper (upper = 1) or lower triangle of src, zeros elsewhere (k x k, stride ld).
-__kernel void take_triangle(__global const double *restrict src, __global double *restrict dst,
-                            const int ld, const int k, const int upper)
+// dst = the upper (upper = 1) or lower triangle of src, zeros elsewhere (k x k, stride
+// ld).
+__kernel void take_triangle(__global const double *restrict src,
+                            __global double *restrict dst, const int ld, const int k,
+                            const int upper)
 {
     const int j = get_global_id(0), i = get_global_id(1);
     if (i < k && j < k)
-        dst[(size_t)i * ld + j] = (upper ? j >= i : j <= i) ? src[(size_t)i * ld + j] : 0.0;
+        dst[(size_t)i * ld + j] =
+                (upper ? j >= i : j <= i) ? src[(size_t)i * ld + j] : 0.0;
 }
 
 // The identity's diagonal (the rest of e was zeroed by the host).

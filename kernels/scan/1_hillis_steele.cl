@@ -11,12 +11,13 @@
 // Built with TRACE (gpubook.trace, for the chapter's figure), each work-item
 // of the first block records every addition of the scan: step = the round's
 // offset 2^r, index = the position whose value it adds to its own.
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void fitness_hs(__global const int *restrict labels, const int n, __global ulong *restrict out
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void fitness_hs(
+        __global const int *restrict labels, const int n, __global ulong *restrict out
 #ifdef TRACE
-                , __global int *trace
+        ,
+        __global int *trace
 #endif
-                )
+)
 {
 #ifdef TRACE
     TRACE_START;

@@ -9,12 +9,13 @@
 // Built with TRACE (gpubook.trace, for the chapter's figure), each work-item
 // of the first block records the labels it loads (step 0) and the labels it
 // then scans in its registers (step 1), as positions in the list.
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void fitness_we(__global const int *restrict labels, const int n, __global ulong *restrict out
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void fitness_we(
+        __global const int *restrict labels, const int n, __global ulong *restrict out
 #ifdef TRACE
-                , __global int *trace
+        ,
+        __global int *trace
 #endif
-                )
+)
 {
 #ifdef TRACE
     TRACE_START;
@@ -26,7 +27,7 @@ void fitness_we(__global const int *restrict labels, const int n, __global ulong
     T carry = 0;
     ulong acc = 0;
     for (int base = 0; base < n; base += ITEMS * WG) {
-        for (int k = 0; k < ITEMS; ++k) {          // coalesced: neighbours read neighbours
+        for (int k = 0; k < ITEMS; ++k) {  // coalesced: neighbours read neighbours
             const int i = base + k * WG + lid;
             stage[k * WG + lid] = i < n ? labels[i] : 0;
 #ifdef TRACE
@@ -37,7 +38,7 @@ void fitness_we(__global const int *restrict labels, const int n, __global ulong
         barrier(CLK_LOCAL_MEM_FENCE);
         T run[ITEMS];
         T total = 0;
-        for (int k = 0; k < ITEMS; ++k) {          // this work-item's ITEMS consecutive labels
+        for (int k = 0; k < ITEMS; ++k) {  // this work-item's ITEMS consecutive labels
             total += stage[lid * ITEMS + k];
 #ifdef TRACE
             if (base == 0)

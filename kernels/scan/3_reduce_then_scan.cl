@@ -5,8 +5,8 @@
 // scan_tiles: work-group g scans tile g again, starting from its prefix.
 // The data are read twice and written once: 12 bytes per element against
 // the 8 that a scan cannot avoid.
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void tile_sums(__global const float *restrict x, const uint n, __global float *restrict sums)
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void tile_sums(
+        __global const float *restrict x, const uint n, __global float *restrict sums)
 {
     __local float tmp[2 * WG + 1];
     const uint lid = get_local_id(0), base = get_group_id(0) * TILE;
@@ -49,9 +49,9 @@ void scan_sums(__global float *restrict sums, const uint tiles)
     }
 }
 
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void scan_tiles(__global const float *restrict x, __global float *restrict y, const uint n,
-                __global const float *restrict prefix)
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void scan_tiles(
+        __global const float *restrict x, __global float *restrict y, const uint n,
+        __global const float *restrict prefix)
 {
     __local float tmp[2 * WG + 1];
     __local float4 stage[STAGE_SIZE];

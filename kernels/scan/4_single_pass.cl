@@ -11,10 +11,10 @@
 // Flag and value share one 64-bit word, written with an atomic exchange and
 // read with an atomic add of 0, so a reader never sees a flag without its
 // value (work-groups that talk through memory use atomics: a plain or
-// volatile load racing with the exchange is a data race). Scan number `epoch` (1, 2, ...)
-// of the same buffers uses flags 2*epoch - 1 and 2*epoch and takes tickets
-// from (epoch - 1) * tiles on, so that nothing needs resetting between scans:
-// a smaller flag is a previous scan's, and means "nothing published yet".
+// volatile load racing with the exchange is a data race). Scan number `epoch` (1, 2,
+// ...) of the same buffers uses flags 2*epoch - 1 and 2*epoch and takes tickets from
+// (epoch - 1) * tiles on, so that nothing needs resetting between scans: a smaller
+// flag is a previous scan's, and means "nothing published yet".
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #define AGGREGATE ((ulong)(2 * epoch - 1))
 #define INCLUSIVE ((ulong)(2 * epoch))
@@ -24,10 +24,10 @@ void publish(volatile __global ulong *slot, const ulong flag, const float value)
     atom_xchg(slot, (flag << 32) | as_uint(value));
 }
 
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void scan_single_pass(__global const float *restrict x, __global float *restrict y, const uint n,
-                      volatile __global ulong *status, volatile __global uint *counter,
-                      const uint epoch)
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void scan_single_pass(
+        __global const float *restrict x, __global float *restrict y, const uint n,
+        volatile __global ulong *status, volatile __global uint *counter,
+        const uint epoch)
 {
     __local float tmp[2 * WG + 1];
     __local float4 stage[STAGE_SIZE];
@@ -50,10 +50,10 @@ void scan_single_pass(__global const float *restrict x, __global float *restrict
         found = tile == 0;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int end = (int)tile; !found; end -= LOOK) {      // `found` is the same for all
+    for (int end = (int)tile; !found; end -= LOOK) {  // `found` is the same for all
         if (lid < LOOK) {
             const int j = end - LOOK + (int)lid;
-            ulong word = INCLUSIVE << 32;                   // before tile 0: a prefix of 0
+            ulong word = INCLUSIVE << 32;  // before tile 0: a prefix of 0
             if (j >= 0)
                 do {
                     word = atom_add(status + j, (ulong)0);  // an atomic read

@@ -8,9 +8,9 @@
 //   SHORTCUT = 1: sum_k TP_k = sum over positives of (n - position), one
 //                 reduction, no scan.
 // Both sums are exact integers; fitness = (S / P - (n(n+1)/2 - S) / N) / n.
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void population(__global const float *restrict scores, __global const uchar *restrict labels,
-                const int n, const int npos, __global float *restrict fitness)
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void population(
+        __global const float *restrict scores, __global const uchar *restrict labels,
+        const int n, const int npos, __global float *restrict fitness)
 {
     __local ulong keys[NP];
     __local T tmp[2 * WG + 1];
@@ -19,7 +19,7 @@ void population(__global const float *restrict scores, __global const uchar *res
     for (int i = lid; i < NP; i += WG) {
         if (i < n) {
             uint u = as_uint(scores[row + i] + 0.0f);          // -0 becomes +0
-            u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);    // ascending as an integer
+            u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);  // ascending as an integer
             keys[i] = ((ulong)(~u) << 32) | (uint)i;           // high scores first
         } else {
             keys[i] = ~0UL;
@@ -48,18 +48,20 @@ void population(__global const float *restrict scores, __global const uchar *res
     T carry = 0;
     for (int base = 0; base < n; base += WG) {
         const int i = base + lid;
-        const T tp = carry + wg_scan_inclusive(i < n ? (T)labels[(uint)keys[i]] : 0, tmp);
+        const T tp =
+                carry + wg_scan_inclusive(i < n ? (T)labels[(uint)keys[i]] : 0, tmp);
         if (i < n)
             acc += tp;
         carry += tmp[WG_TOTAL];
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 #endif
-    wg_scan_inclusive(acc, tmp);                             // its last value is the total
+    wg_scan_inclusive(acc, tmp);  // its last value is the total
     const T sum = tmp[WG_TOTAL];
     if (lid == 0) {
         const float nn = (float)n, p = (float)npos;
         const float all = 0.5f * nn * (nn + 1.0f);
-        fitness[get_group_id(0)] = ((float)sum / p - (all - (float)sum) / (nn - p)) / nn;
+        fitness[get_group_id(0)] =
+                ((float)sum / p - (all - (float)sum) / (nn - p)) / nn;
     }
 }

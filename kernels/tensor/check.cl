@@ -5,9 +5,9 @@
 //   build's shape (kernels/tensor/mma.cl)
 // All matrices row-major. A wrong layout puts products in the wrong places:
 // errors of order one, not of TF32's rounding.
-__kernel __attribute__((reqd_work_group_size(32, 1, 1)))
-void mma_check_tf32(__global const float *a, __global const float *b, __global const float *c,
-                    __global float *d, const int ks)
+__kernel __attribute__((reqd_work_group_size(32, 1, 1))) void mma_check_tf32(
+        __global const float *a, __global const float *b, __global const float *c,
+        __global float *d, const int ks)
 {
     __local float scratch[EMULATE ? MMA_TF32_SCRATCH : 1];
     const int g = mma_lane() / 4, t = mma_lane() % 4, k = 8 * ks;
@@ -16,17 +16,20 @@ void mma_check_tf32(__global const float *a, __global const float *b, __global c
         acc[i] = c[(g + 8 * (i / 2)) * 8 + 2 * t + i % 2];
     for (int s = 0; s < ks; ++s) {
         const int k0 = 8 * s;
-        mma_tf32(acc, tf32_round(a[g * k + k0 + t]), tf32_round(a[(g + 8) * k + k0 + t]),
-                 tf32_round(a[g * k + k0 + t + 4]), tf32_round(a[(g + 8) * k + k0 + t + 4]),
-                 tf32_round(b[(k0 + t) * 8 + g]), tf32_round(b[(k0 + t + 4) * 8 + g]), scratch);
+        mma_tf32(acc, tf32_round(a[g * k + k0 + t]),
+                 tf32_round(a[(g + 8) * k + k0 + t]),
+                 tf32_round(a[g * k + k0 + t + 4]),
+                 tf32_round(a[(g + 8) * k + k0 + t + 4]),
+                 tf32_round(b[(k0 + t) * 8 + g]), tf32_round(b[(k0 + t + 4) * 8 + g]),
+                 scratch);
     }
     for (int i = 0; i < 4; ++i)
         d[(g + 8 * (i / 2)) * 8 + 2 * t + i % 2] = acc[i];
 }
 
-__kernel __attribute__((reqd_work_group_size(32, 1, 1)))
-void mma_check_f64(__global const double *a, __global const double *b, __global const double *c,
-                   __global double *d, const int ks)
+__kernel __attribute__((reqd_work_group_size(32, 1, 1))) void mma_check_f64(
+        __global const double *a, __global const double *b, __global const double *c,
+        __global double *d, const int ks)
 {
     __local double scratch[EMULATE ? MMA_F64_SCRATCH : 1];
     const int g = mma_lane() / 4, t = mma_lane() % 4, k = F64_K * ks;

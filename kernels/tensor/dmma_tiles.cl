@@ -49,8 +49,9 @@
 
 // One chunk of a panel (KC rows, `width` columns) from global memory into
 // registers, zeros past the rows k1 and the columns `left`.
-static void fetch(double *next, const int per_item, const int width, __global const double *p, const int ld,
-                  const int kk, const int k1, const int left)
+static void fetch(double *next, const int per_item, const int width,
+                  __global const double *p, const int ld, const int kk, const int k1,
+                  const int left)
 {
     const int lid = get_local_id(0);
 #pragma unroll
@@ -66,8 +67,8 @@ inline int slot(const int c)
     return PAIRS ? (c & ~15) | ((c & 7) << 1) | ((c >> 3) & 1) : c;
 }
 
-static void store(__local double *panel, const double *next, const int per_item, const int width,
-                  const int ldl)
+static void store(__local double *panel, const double *next, const int per_item,
+                  const int width, const int ldl)
 {
     const int lid = get_local_id(0);
 #pragma unroll
@@ -99,7 +100,8 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
     const int bi = grp / tiles_x, bj = grp % tiles_x;
 #endif
     const int i0 = bi * TM, j0 = bj * TN;
-    const int lid = get_local_id(0), warp = lid / 32, g = mma_lane() / 4, t = mma_lane() % 4;
+    const int lid = get_local_id(0), warp = lid / 32, g = mma_lane() / 4,
+              t = mma_lane() % 4;
     const int wm = warp / WARPS_N * WTM, wn = warp % WARPS_N * WTN;
     __local double *scr = scratch + (EMULATE ? warp * MMA_F64_SCRATCH : 0);
     const int k0 = k_begin + get_group_id(1) * k_chunk;
@@ -121,11 +123,11 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
     int s = 0;
     for (int kk = k0; kk < k1; kk += KC) {
         if (STAGES == 1)
-            barrier(CLK_LOCAL_MEM_FENCE);            // every warp is done with the last chunk
+            barrier(CLK_LOCAL_MEM_FENCE);  // every warp is done with the last chunk
         store(la + s * KC * LDA, na, LA, TM, LDA);
         store(lb + s * KC * LDB, nb, LB, TN, LDB);
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (kk + KC < k1) {                          // the next chunk, in flight during the products
+        if (kk + KC < k1) {  // the next chunk, in flight during the products
             fetch(na, LA, TM, pa, lda, kk + KC, k1, M - i0);
             fetch(nb, LB, TN, pb, ldb, kk + KC, k1, N - j0);
         }
@@ -135,20 +137,26 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
         for (int r = 0; r < KC; r += F64_K) {
             double fa[MF][F64_A], fb[NF][F64_B];
 #if PAIRS
-            // columns 16 u + g (x) and 16 u + 8 + g (y) of the warp's block, rows r + t + 4 j
+            // columns 16 u + g (x) and 16 u + 8 + g (y) of the warp's block, rows r +
+            // t + 4 j
 #pragma unroll
             for (int u = 0; u < WTM / 16; ++u)
 #pragma unroll
                 for (int j = 0; j < F64_K / 4; ++j) {
-                    const double2 v = *(__local const double2 *)(sa + (r + t + 4 * j) * LDA + 16 * u);
+                    const double2 v =
+                            *(__local const double2 *)(sa + (r + t + 4 * j) * LDA +
+                                                       16 * u);
                     fa[16 * u / F64_M][j * F64_R + 16 * u % F64_M / 8] = v.x;
-                    fa[(16 * u + 8) / F64_M][j * F64_R + (16 * u + 8) % F64_M / 8] = v.y;
+                    fa[(16 * u + 8) / F64_M][j * F64_R + (16 * u + 8) % F64_M / 8] =
+                            v.y;
                 }
 #pragma unroll
             for (int u = 0; u < WTN / 16; ++u)
 #pragma unroll
                 for (int j = 0; j < F64_B; ++j) {
-                    const double2 v = *(__local const double2 *)(sb + (r + t + 4 * j) * LDB + 16 * u);
+                    const double2 v =
+                            *(__local const double2 *)(sb + (r + t + 4 * j) * LDB +
+                                                       16 * u);
                     fb[2 * u][j] = v.x;
                     fb[2 * u + 1][j] = v.y;
                 }
@@ -157,7 +165,8 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
             for (int p = 0; p < MF; ++p)
 #pragma unroll
                 for (int i = 0; i < F64_A; ++i)
-                    fa[p][i] = sa[(r + t + 4 * (i / F64_R)) * LDA + p * F64_M + 8 * (i % F64_R)];
+                    fa[p][i] = sa[(r + t + 4 * (i / F64_R)) * LDA + p * F64_M +
+                                  8 * (i % F64_R)];
 #pragma unroll
             for (int q = 0; q < NF; ++q)
 #pragma unroll

@@ -63,8 +63,8 @@ inline int mma_lane(void)
 }
 
 #if EMULATE
-inline void mma_tf32(float *d, const float a0, const float a1, const float a2, const float a3,
-                     const float b0, const float b1, __local float *s)
+inline void mma_tf32(float *d, const float a0, const float a1, const float a2,
+                     const float a3, const float b0, const float b1, __local float *s)
 {
     const int g = mma_lane() / 4, t = mma_lane() % 4;
     __local float *sa = s, *sb = s + 128;    // sa[row * 8 + k], sb[k * 8 + col]
@@ -88,7 +88,8 @@ inline void mma_tf32(float *d, const float a0, const float a1, const float a2, c
 inline void mma_f64(double *d, const double *a, const double *b, __local double *s)
 {
     const int g = mma_lane() / 4, t = mma_lane() % 4;
-    __local double *sa = s, *sb = s + F64_M * F64_K;  // sa[row * F64_K + k], sb[k * 8 + col]
+    __local double *sa = s,
+                   *sb = s + F64_M * F64_K;  // sa[row * F64_K + k], sb[k * 8 + col]
     for (int i = 0; i < F64_A; ++i)
         sa[(g + 8 * (i % F64_R)) * F64_K + t + 4 * (i / F64_R)] = a[i];
     for (int i = 0; i < F64_B; ++i)
@@ -104,16 +105,16 @@ inline void mma_f64(double *d, const double *a, const double *b, __local double 
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 #else
-inline void mma_tf32(float *d, const float a0, const float a1, const float a2, const float a3,
-                     const float b0, const float b1, __local float *s)
+inline void mma_tf32(float *d, const float a0, const float a1, const float a2,
+                     const float a3, const float b0, const float b1, __local float *s)
 {
     float e0, e1, e2, e3;
     asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
                  "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
                  : "=f"(e0), "=f"(e1), "=f"(e2), "=f"(e3)
-                 : "r"(as_uint(a0)), "r"(as_uint(a1)), "r"(as_uint(a2)), "r"(as_uint(a3)),
-                   "r"(as_uint(b0)), "r"(as_uint(b1)),
-                   "f"(d[0]), "f"(d[1]), "f"(d[2]), "f"(d[3]));
+                 : "r"(as_uint(a0)), "r"(as_uint(a1)), "r"(as_uint(a2)),
+                   "r"(as_uint(a3)), "r"(as_uint(b0)), "r"(as_uint(b1)), "f"(d[0]),
+                   "f"(d[1]), "f"(d[2]), "f"(d[3]));
     d[0] = e0;
     d[1] = e1;
     d[2] = e2;

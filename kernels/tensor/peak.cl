@@ -10,9 +10,11 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void mma_peak_tf32(__global const float *in, __global float *out, const int iters)
 {
     __local float scratch[EMULATE ? WG / 32 * MMA_TF32_SCRATCH : 1];
-    __local float *s = scratch + (EMULATE ? get_local_id(0) / 32 * MMA_TF32_SCRATCH : 0);
+    __local float *s =
+            scratch + (EMULATE ? get_local_id(0) / 32 * MMA_TF32_SCRATCH : 0);
     const int lane = mma_lane();
-    const float a0 = in[lane], a1 = in[lane + 32], a2 = in[lane + 64], a3 = in[lane + 96];
+    const float a0 = in[lane], a1 = in[lane + 32], a2 = in[lane + 64],
+                a3 = in[lane + 96];
     const float b0 = in[lane + 128], b1 = in[lane + 160];
     float acc[CHAINS][4];
 #pragma unroll
@@ -35,7 +37,8 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void mma_peak_f64(__global const double *in, __global double *out, const int iters)
 {
     __local double scratch[EMULATE ? WG / 32 * MMA_F64_SCRATCH : 1];
-    __local double *s = scratch + (EMULATE ? get_local_id(0) / 32 * MMA_F64_SCRATCH : 0);
+    __local double *s =
+            scratch + (EMULATE ? get_local_id(0) / 32 * MMA_F64_SCRATCH : 0);
     const int lane = mma_lane();
     double fa[F64_A], fb[F64_B], acc[CHAINS][F64_C];
     for (int i = 0; i < F64_A; ++i)

@@ -93,8 +93,9 @@
 #if FEED && MODE == 2 && !LATE
 #error "FEED keeps raw floats in local memory: give LATE=1 with MODE 2"
 #endif
-#define ASYNC (FEED && GV == 4)              // cp.async (plain copies with EMULATE); GV 1 goes through registers
-#define AHEAD 3                              // the chunk that prefetch.global.L2 asks for, ahead of this one
+// ASYNC: cp.async (plain copies with EMULATE); GV 1 goes through registers
+#define ASYNC (FEED && GV == 4)
+#define AHEAD 3  // the chunk that prefetch.global.L2 asks for, ahead of this one
 #define NTH (32 * WARPS_M * WARPS_N)
 #define WTM (T / WARPS_M)
 #define WTN (T / WARPS_N)
@@ -107,8 +108,8 @@
 #define PARTS 1
 #define LDL (T + 8)
 #endif
-#define STAGE (KC * LDL * PARTS)            // floats of one panel's chunk in local memory
-#define LOADS (KC * T / GV / NTH)           // global loads per work-item per panel and chunk
+#define STAGE (KC * LDL * PARTS)   // floats of one panel's chunk in local memory
+#define LOADS (KC * T / GV / NTH)  // global loads per work-item per panel and chunk
 #if GV == 4
 #define GT float4
 #else
@@ -150,8 +151,8 @@ inline void slot(const int l, int *r, int *c)
 }
 
 // Rows k0.. of the panel of columns c0.. into registers; zeros past m and n.
-static void fetch(GT *next, __global const float *restrict x, const int m, const int n, const int ldx,
-                  const int k0, const int c0)
+static void fetch(GT *next, __global const float *restrict x, const int m, const int n,
+                  const int ldx, const int k0, const int c0)
 {
 #pragma unroll
     for (int l = 0; l < LOADS; ++l) {
@@ -159,7 +160,9 @@ static void fetch(GT *next, __global const float *restrict x, const int m, const
         slot(l, &r, &c);
         const int k = k0 + r, col = c0 + c;
 #if GV == 4
-        next[l] = k < m && col < n ? *(__global const float4 *)(x + (size_t)k * ldx + col) : (float4)(0.0f);
+        next[l] = k < m && col < n
+                          ? *(__global const float4 *)(x + (size_t)k * ldx + col)
+                          : (float4)(0.0f);
 #else
         next[l] = k < m && col < n ? x[(size_t)k * ldx + col] : 0.0f;
 #endif
@@ -181,8 +184,9 @@ static void store(__local float *panel, const GT *next)
         operand(next[l].s2, &h2, &l2);
         operand(next[l].s3, &h3, &l3);
 #if PARTS == 2
-        const float4 first = (float4)(h0, l0, h1, l1), second = (float4)(h2, l2, h3, l3);
-        const int swap = (get_local_id(0) >> 2) & 1;        // see "Bank conflicts" above
+        const float4 first = (float4)(h0, l0, h1, l1),
+                     second = (float4)(h2, l2, h3, l3);
+        const int swap = (get_local_id(0) >> 2) & 1;  // see "Bank conflicts" above
         *(__local float4 *)(q + 4 * swap) = swap ? second : first;
         *(__local float4 *)(q + 4 - 4 * swap) = swap ? first : second;
 #else
@@ -208,8 +212,10 @@ inline void copy16(__local float *dst, __global const float *src, const bool ok)
 #if EMULATE
     *(__local float4 *)dst = ok ? *(__global const float4 *)src : (float4)(0.0f);
 #else
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
-                 :: "r"((uint)(size_t)dst), "l"((ulong)src), "r"(ok ? 16 : 0) : "memory");
+    asm volatile(
+            "cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"((uint)(size_t)dst),
+            "l"((ulong)src), "r"(ok ? 16 : 0)
+            : "memory");
 #endif
 }
 
@@ -228,8 +234,9 @@ inline void copies_wait(void)
 }
 
 // Rows k0.. of the panel of columns c0.. copied into one stage.
-static void copy_chunk(__local float *panel, __global const float *restrict x, const int m, const int n,
-                       const int ldx, const int k0, const int c0)
+static void copy_chunk(__local float *panel, __global const float *restrict x,
+                       const int m, const int n, const int ldx, const int k0,
+                       const int c0)
 {
 #pragma unroll
     for (int l = 0; l < LOADS; ++l) {
@@ -243,19 +250,23 @@ static void copy_chunk(__local float *panel, __global const float *restrict x, c
 
 // Rows k0.. of the two panels (of columns i0.. and, off the diagonal, j0..)
 // into L2: one 128-byte line per work-item, as far as there are work-items.
-static void prefetch_l2(__global const float *x, const int m, const int n, const int ldx, const int k0,
-                        const int i0, const int j0, const bool both)
+static void prefetch_l2(__global const float *x, const int m, const int n,
+                        const int ldx, const int k0, const int i0, const int j0,
+                        const bool both)
 {
 #if !EMULATE
     const int lid = get_local_id(0), lines = KC * (T / 32);
-    const int which = lid / lines, e = lid % lines, k = k0 + e / (T / 32), c = (which ? j0 : i0) + e % (T / 32) * 32;
+    const int which = lid / lines, e = lid % lines, k = k0 + e / (T / 32),
+              c = (which ? j0 : i0) + e % (T / 32) * 32;
     if (which < (both ? 2 : 1) && k < m && c < n)
-        asm volatile("prefetch.global.L2 [%0];" :: "l"((ulong)(x + (size_t)k * ldx + c)));
+        asm volatile(
+                "prefetch.global.L2 [%0];" ::"l"((ulong)(x + (size_t)k * ldx + c)));
 #endif
 }
 
 // One operand of a fragment: row k, column c of a panel's stage.
-inline void part(__local const float *panel, const int k, const int c, float *hi, float *lo)
+inline void part(__local const float *panel, const int k, const int c, float *hi,
+                 float *lo)
 {
 #if PARTS == 2
     const float2 v = *(__local const float2 *)(panel + (k * LDL + c) * 2);
@@ -276,8 +287,9 @@ inline void part(__local const float *panel, const int k, const int c, float *hi
 // The mma work of one chunk in local memory (panels pa and pb) for one warp.
 // `skip`: leave out the fragments ABOVE the diagonal (a constant at each call:
 // the tiles off the diagonal get a copy without a branch).
-static void chunk(float acc[MT][NF][4], __local const float *pa, __local const float *pb,
-                  const int wm, const int wn, const bool skip, __local float *scr)
+static void chunk(float acc[MT][NF][4], __local const float *pa,
+                  __local const float *pb, const int wm, const int wn, const bool skip,
+                  __local float *scr)
 {
     const int g = mma_lane() / 4, t = mma_lane() % 4;
 #if MODE == 2
@@ -315,16 +327,19 @@ static void chunk(float acc[MT][NF][4], __local const float *pa, __local const f
 #pragma unroll
             for (int p = 0; p < MT; ++p)
                 if (!(skip && ABOVE(p, q)))
-                    mma_tf32(acc[p][q], al[p][0], al[p][1], al[p][2], al[p][3], bh[0], bh[1], scr);
+                    mma_tf32(acc[p][q], al[p][0], al[p][1], al[p][2], al[p][3], bh[0],
+                             bh[1], scr);
 #pragma unroll
             for (int p = 0; p < MT; ++p)
                 if (!(skip && ABOVE(p, q)))
-                    mma_tf32(acc[p][q], ah[p][0], ah[p][1], ah[p][2], ah[p][3], bl[0], bl[1], scr);
+                    mma_tf32(acc[p][q], ah[p][0], ah[p][1], ah[p][2], ah[p][3], bl[0],
+                             bl[1], scr);
 #endif
 #pragma unroll
             for (int p = 0; p < MT; ++p)
                 if (!(skip && ABOVE(p, q)))
-                    mma_tf32(acc[p][q], ah[p][0], ah[p][1], ah[p][2], ah[p][3], bh[0], bh[1], scr);
+                    mma_tf32(acc[p][q], ah[p][0], ah[p][1], ah[p][2], ah[p][3], bh[0],
+                             bh[1], scr);
         }
     }
 #undef LO
@@ -342,8 +357,8 @@ static void chunk(float acc[MT][NF][4], __local const float *pa, __local const f
 #define WB NF
 
 // Lane g's w values of row k of a panel's stage, from column c0 of the warp's block.
-inline void row_values(__local const float *panel, const int k, const int c0, const int g, const int w,
-                       float *out)
+inline void row_values(__local const float *panel, const int k, const int c0,
+                       const int g, const int w, float *out)
 {
     __local const float *row = panel + k * LDL + c0;
     if (w >= 4) {
@@ -365,8 +380,9 @@ inline void row_values(__local const float *panel, const int k, const int c0, co
 }
 
 // chunk() with FEED's loads: the same mma in the same order.
-static void chunk_feed(float acc[MT][NF][4], __local const float *pa, __local const float *pb,
-                       const int wm, const int wn, __local float *scr)
+static void chunk_feed(float acc[MT][NF][4], __local const float *pa,
+                       __local const float *pb, const int wm, const int wn,
+                       __local float *scr)
 {
     const int g = mma_lane() / 4, t = mma_lane() % 4;
 #pragma unroll
@@ -388,17 +404,17 @@ static void chunk_feed(float acc[MT][NF][4], __local const float *pa, __local co
 #if MODE == 2
 #pragma unroll
             for (int p = 0; p < MT; ++p)
-                mma_tf32(acc[p][q], al[0][2 * p], al[0][2 * p + 1], al[1][2 * p], al[1][2 * p + 1], bh[0][q],
-                         bh[1][q], scr);
+                mma_tf32(acc[p][q], al[0][2 * p], al[0][2 * p + 1], al[1][2 * p],
+                         al[1][2 * p + 1], bh[0][q], bh[1][q], scr);
 #pragma unroll
             for (int p = 0; p < MT; ++p)
-                mma_tf32(acc[p][q], ah[0][2 * p], ah[0][2 * p + 1], ah[1][2 * p], ah[1][2 * p + 1], bl[0][q],
-                         bl[1][q], scr);
+                mma_tf32(acc[p][q], ah[0][2 * p], ah[0][2 * p + 1], ah[1][2 * p],
+                         ah[1][2 * p + 1], bl[0][q], bl[1][q], scr);
 #endif
 #pragma unroll
             for (int p = 0; p < MT; ++p)
-                mma_tf32(acc[p][q], ah[0][2 * p], ah[0][2 * p + 1], ah[1][2 * p], ah[1][2 * p + 1], bh[0][q],
-                         bh[1][q], scr);
+                mma_tf32(acc[p][q], ah[0][2 * p], ah[0][2 * p + 1], ah[1][2 * p],
+                         ah[1][2 * p + 1], bh[0][q], bh[1][q], scr);
         }
     }
 }
@@ -409,8 +425,9 @@ static void chunk_feed(float acc[MT][NF][4], __local const float *pa, __local co
 // The mma work of one chunk: FEED's or chunk()'s, each with its skip on a
 // tile of the diagonal. The emulated mma holds barriers, so there every
 // work-item makes every call; the values the GPU skips are poisoned in flush.
-static void chunk_any(float acc[MT][NF][4], __local const float *pa, __local const float *pb,
-                      const int wm, const int wn, const bool diag, __local float *scr)
+static void chunk_any(float acc[MT][NF][4], __local const float *pa,
+                      __local const float *pb, const int wm, const int wn,
+                      const bool diag, __local float *scr)
 {
 #if FEED
 #if DIAG_SKIP && !EMULATE
@@ -438,31 +455,39 @@ static void chunk_any(float acc[MT][NF][4], __local const float *pa, __local con
 // one red.global.add.v4 adds the four: a quarter of the atomic operations.
 // On the H200 (131,072 x 4,096, 2 x 2 warps of 64 x 64) that took 3xTF32
 // from 34.6 to 33.0 ms, with the flush out of the inner loop as below.
-static void flush(float acc[MT][NF][4], __global float *s, const int lds, const int n, const int i0,
-                  const int j0, const int wm, const int wn, const bool diag, const bool first)
+static void flush(float acc[MT][NF][4], __global float *s, const int lds, const int n,
+                  const int i0, const int j0, const int wm, const int wn,
+                  const bool diag, const bool first)
 {
     const int g = mma_lane() / 4, t = mma_lane() % 4, r0 = i0 + wm, c0 = j0 + wn;
 #if FEED && GV == 4 && WB % 4 == 0
-    if (!diag) {                                 // every column of the tile lies left of every row
+    if (!diag) {  // every column of the tile lies left of every row
 #pragma unroll
         for (int p = 0; p < MT; ++p)
 #pragma unroll
             for (int i = 0; i < 4; ++i)
 #pragma unroll
                 for (int b = 0; b < WB / 4; ++b) {
-                    const int row = r0 + VCOL(2 * p + i / 2, WA, g), col = c0 + VCOL(4 * b, WB, 2 * t + i % 2);
-                    const float4 v = (float4)(acc[p][4 * b][i], acc[p][4 * b + 1][i], acc[p][4 * b + 2][i],
-                                              acc[p][4 * b + 3][i]);
-                    if (row < n && col < n) {            // col % 4 == 0 and n % 4 == 0: all four are in S
-                        __global float4 *d = (__global float4 *)(s + (size_t)row * lds + col);
+                    const int row = r0 + VCOL(2 * p + i / 2, WA, g),
+                              col = c0 + VCOL(4 * b, WB, 2 * t + i % 2);
+                    const float4 v =
+                            (float4)(acc[p][4 * b][i], acc[p][4 * b + 1][i],
+                                     acc[p][4 * b + 2][i], acc[p][4 * b + 3][i]);
+                    // col % 4 == 0 and n % 4 == 0: all four are in S
+                    if (row < n && col < n) {
+                        __global float4 *d =
+                                (__global float4 *)(s + (size_t)row * lds + col);
 #if EMULATE
                         *d = first ? v : *d + v;
 #else
                         if (first)
                             *d = v;
                         else
-                            asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};"
-                                         :: "l"((ulong)d), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
+                            asm volatile(
+                                    "red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::
+                                            "l"((ulong)d),
+                                    "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
+                                    : "memory");
 #endif
                     }
 #pragma unroll
@@ -479,11 +504,17 @@ static void flush(float acc[MT][NF][4], __global float *s, const int lds, const 
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
 #if FEED
-                const int row = r0 + VCOL(2 * p + i / 2, WA, g), col = c0 + VCOL(q, WB, 2 * t + i % 2);
-                const float v = EMULATE && DIAG_SKIP && diag && WARP_ABOVE ? NAN : acc[p][q][i];
+                const int row = r0 + VCOL(2 * p + i / 2, WA, g),
+                          col = c0 + VCOL(q, WB, 2 * t + i % 2);
+                const float v = EMULATE && DIAG_SKIP && diag && WARP_ABOVE
+                                        ? NAN
+                                        : acc[p][q][i];
 #else
-                const int row = r0 + p * 16 + g + 8 * (i / 2), col = c0 + q * 8 + 2 * t + i % 2;
-                const float v = EMULATE && DIAG_SKIP && diag && ABOVE(p, q) ? NAN : acc[p][q][i];
+                const int row = r0 + p * 16 + g + 8 * (i / 2),
+                          col = c0 + q * 8 + 2 * t + i % 2;
+                const float v = EMULATE && DIAG_SKIP && diag && ABOVE(p, q)
+                                        ? NAN
+                                        : acc[p][q][i];
 #endif
                 if (row < n && col <= row) {
                     __global float *d = s + (size_t)row * lds + col;
@@ -491,7 +522,9 @@ static void flush(float acc[MT][NF][4], __global float *s, const int lds, const 
                     if (first)
                         *d = v;
                     else
-                        asm volatile("red.global.add.f32 [%0], %1;" :: "l"((ulong)d), "f"(v) : "memory");
+                        asm volatile("red.global.add.f32 [%0], %1;" ::"l"((ulong)d),
+                                     "f"(v)
+                                     : "memory");
 #else
                     *d = first ? v : *d + v;
 #endif
@@ -500,11 +533,12 @@ static void flush(float acc[MT][NF][4], __global float *s, const int lds, const 
             }
 }
 
-__kernel __attribute__((reqd_work_group_size(NTH, 1, 1)))
-void xtx_tf32(__global const float *restrict x, const int m, const int n, const int ldx,
-              __global float *restrict s, const int lds)
+__kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void xtx_tf32(
+        __global const float *restrict x, const int m, const int n, const int ldx,
+        __global float *restrict s, const int lds)
 {
-    __local float4 la4[STAGE / 2], lb4[STAGE / 2];   // two stages each; float4: 16-byte aligned
+    __local float4 la4[STAGE / 2],
+            lb4[STAGE / 2];  // two stages each; float4: 16-byte aligned
     __local float scratch[EMULATE ? NTH / 32 * MMA_TF32_SCRATCH : 1];
     __local float *la = (__local float *)la4, *lb = (__local float *)lb4;
     const int grp = get_group_id(0);
@@ -514,7 +548,8 @@ void xtx_tf32(__global const float *restrict x, const int m, const int n, const 
     const int bj = grp - bi * (bi + 1) / 2;
     const int i0 = bi * T, j0 = bj * T;
     const bool diag = bi == bj;                      // A's panel is B's: load it once
-    const int lid = get_local_id(0), warp = lid / 32, g = mma_lane() / 4, t = mma_lane() % 4;
+    const int lid = get_local_id(0), warp = lid / 32, g = mma_lane() / 4,
+              t = mma_lane() % 4;
     const int wm = warp / WARPS_N * WTM, wn = warp % WARPS_N * WTN;
     __local float *scr = scratch + (EMULATE ? warp * MMA_TF32_SCRATCH : 0);
     __local float *lbx = diag ? la : lb;

@@ -47,7 +47,8 @@
 #define GT VECTOR(TYPE, GV)
 #endif
 #if LV == 4
-#define SPLIT(v, p) { (p)[0] = (v).s0; (p)[1] = (v).s1; (p)[2] = (v).s2; (p)[3] = (v).s3; }
+#define SPLIT(v, p) \
+    { (p)[0] = (v).s0; (p)[1] = (v).s1; (p)[2] = (v).s2; (p)[3] = (v).s3; }
 #define JOIN(x) ((VT)((x)[0], (x)[1], (x)[2], (x)[3]))
 #else
 #define SPLIT(v, p) { (p)[0] = (v).s0; (p)[1] = (v).s1; }
@@ -65,12 +66,14 @@
 // global memory into registers: `count` loads of GV values, `per_item` per
 // work-item; zeros past the edges when CHECK.
 static void fetch(GT *next, const int per_item, const int count, const int width,
-                  __global const TYPE *p, const int ld, const int kk, const int k1, const int left)
+                  __global const TYPE *p, const int ld, const int kk, const int k1,
+                  const int left)
 {
     const int lid = get_local_id(0);
 #pragma unroll
     for (int l = 0; l < per_item; ++l) {
-        const int e = lid + l * NT, k = kk + e / (width / GV), i = e % (width / GV) * GV;
+        const int e = lid + l * NT, k = kk + e / (width / GV),
+                  i = e % (width / GV) * GV;
         next[l] = 0;
 #if CHECK
         if ((per_item * NT == count || e < count) && k < k1 && i < left)
@@ -82,7 +85,8 @@ static void fetch(GT *next, const int per_item, const int count, const int width
 }
 
 // The fetched rows of one panel into its local buffer s.
-static void store(__local GT *panel, const GT *next, const int per_item, const int count, const int s)
+static void store(__local GT *panel, const GT *next, const int per_item,
+                  const int count, const int s)
 {
     const int lid = get_local_id(0);
 #pragma unroll
@@ -184,7 +188,8 @@ void register_tiles(__global const TYPE *restrict a, const int a_off, const int 
 #pragma unroll
                 for (int hq = 0; hq < WN / LV; ++hq) {
 #if TRIANGLE
-                    if (diag && hp < hq)      // this block of the diagonal tile lies above it
+                    // this block of the diagonal tile lies above it
+                    if (diag && hp < hq)
                         continue;
 #endif
 #pragma unroll
@@ -217,7 +222,8 @@ void register_tiles(__global const TYPE *restrict a, const int a_off, const int 
 #endif
 #if GV > 1 && !CHECK
             const VT sum = alpha * JOIN(acc[p] + LV * hq);
-            VECTOR(vstore, LV)(accumulate ? VECTOR(vload, LV)(0, out) + sum : sum, 0, out);
+            VECTOR(vstore, LV)(accumulate ? VECTOR(vload, LV)(0, out) + sum : sum, 0,
+                               out);
 #else
 #pragma unroll
             for (int r = 0; r < LV; ++r)

@@ -19,8 +19,8 @@ float value(uint j, uint k, uint n, uint seed)
     return noise + (j < n / 2 ? -shift : shift);
 }
 
-__kernel void fill_rows(__global float4 *x, const int rows, const int n, const int k_real,
-                        const uint seed)
+__kernel void fill_rows(__global float4 *x, const int rows, const int n,
+                        const int k_real, const uint seed)
 {
     const size_t i = get_global_id(0);
     if (i >= (size_t)rows * (KP / 4)) return;

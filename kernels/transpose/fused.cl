@@ -50,7 +50,7 @@ void fused(__global const float4 *restrict xt,
             float z = 0.0f;
             for (int q = 0; q < P; ++q) z += sp[q][lid];
             const int j = t * TJ + lid;
-            ov[lid] = j < n ? sigmoid(z) - y[j] : 0.0f;   // examples past n add nothing
+            ov[lid] = j < n ? sigmoid(z) - y[j] : 0.0f;  // examples past n add nothing
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 

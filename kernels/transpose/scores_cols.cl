@@ -4,15 +4,15 @@
 // reads one contiguous block of memory per load.
 float4 sigmoid4(float4 z) { return 1.0f / (1.0f + exp(-z)); }
 
-__kernel void scores_cols(__global const float4 *restrict xt,
-                          __global const float4 *restrict y,
-                          __global const float *restrict theta,
-                          __global float4 *restrict o,
-                          const int n4, const int stride4
+__kernel void scores_cols(
+        __global const float4 *restrict xt, __global const float4 *restrict y,
+        __global const float *restrict theta, __global float4 *restrict o,
+        const int n4, const int stride4
 #ifdef TRACE
-                          , __global int *trace   // gpubook.trace: the address each work-item reads
+        ,
+        __global int *trace  // gpubook.trace: the address each work-item reads
 #endif
-                          )
+)
 {
 #ifdef TRACE
     TRACE_START;

@@ -2,14 +2,14 @@
 // Fewer, wider loads; adjacent work-items are still KP floats apart.
 float sigmoid(float z) { return 1.0f / (1.0f + exp(-z)); }
 
-__kernel void scores_rows4(__global const float4 *restrict x,
-                           __global const float *restrict y,
-                           __global const float4 *restrict theta,
-                           __global float *restrict o, const int n
+__kernel void scores_rows4(
+        __global const float4 *restrict x, __global const float *restrict y,
+        __global const float4 *restrict theta, __global float *restrict o, const int n
 #ifdef TRACE
-                           , __global int *trace   // gpubook.trace: the address each work-item reads
+        ,
+        __global int *trace  // gpubook.trace: the address each work-item reads
 #endif
-                           )
+)
 {
 #ifdef TRACE
     TRACE_START;

@@ -14,7 +14,7 @@ void transpose_tiled(__global const float *restrict x,
 {
     __local float tile[TILE][TILE + 1];
     const int blocks_j = rows / TILE;         // rows is a multiple of TILE (host pads)
-    const int g = get_group_id(0);            // one index: huge grids stay in dimension 0
+    const int g = get_group_id(0);  // one index: huge grids stay in dimension 0
     const int j0 = (g % blocks_j) * TILE;
     const int k0 = (g / blocks_j) * TILE;
     const int tx = get_local_id(0), ty = get_local_id(1);
