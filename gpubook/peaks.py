@@ -78,3 +78,30 @@ def _sheet(device_name):
         if piece.lower() in name.lower():
             return sheet
     return None
+
+
+_LABELS = {  # figure -> (what it is, unit, divisor)
+    "l2_bytes": ("L2 cache", "MiB", MIB),
+    "local_per_cu_bytes": ("local (shared) memory per compute unit", "KiB", KIB),
+    "local_per_group_cuda_bytes": ("local memory per work-group, CUDA", "KiB", KIB),
+    "local_per_group_opencl_bytes": ("local memory per work-group, OpenCL", "KiB", KIB),
+    "fp32_fma_gflops": ("FP32 FMA peak", "TFLOP/s", 1e3),
+    "fp64_fma_gflops": ("FP64 FMA peak", "TFLOP/s", 1e3),
+    "tf32_tensor_gflops": ("TF32 tensor-core peak", "TFLOP/s", 1e3),
+    "fp64_tensor_gflops": ("FP64 tensor-core peak", "TFLOP/s", 1e3),
+    "memory_gbs": ("memory bandwidth", "GB/s", 1),
+}
+
+
+def datasheet_rows(device_name):
+    """[[figure, value, source], ...] of the device's data-sheet table, a header first,
+    for gpubook.markdown_table; None where the device is not in the book's table."""
+    sheet = _sheet(device_name)
+    if sheet is None:
+        return None
+    rows = [["data sheet", "value", "source"]]
+    for key, (what, unit, div) in _LABELS.items():
+        if key in sheet:
+            value, source = sheet[key]
+            rows.append([f"{what} ({unit})", f"{value / div:,.1f}".removesuffix(".0"), source])
+    return rows

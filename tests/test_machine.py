@@ -6,6 +6,7 @@ import math
 
 import matplotlib
 import numpy as np
+import pyopencl as cl
 import pytest
 
 import gpubook as gb
@@ -67,6 +68,34 @@ def test_read_kernel_sums_what_numpy_says(dev, blocked):
         reader.check(nbytes)
     with pytest.raises(RuntimeError, match="read kernel"):
         reader.check(2**10)       # the last launch read 16 KiB, not 1 KiB
+
+
+@pytest.mark.parametrize("rotate", [False, True])
+def test_each_work_item_reads_the_elements_its_index_arithmetic_says(dev, rotate):
+    """The GPU order, wrapped (each work-item meets its own few elements every pass) and
+    rotated (ROTATE=1: each pass hands the indices one work-group on); per work-item
+    sums against NumPy's sums over the same index arithmetic."""
+    device, ctx, queue = dev
+    reader = machine.Reader(ctx, queue, device, 2**18, "small", blocked=0, rotate=rotate)
+    assert reader.rotate == int(rotate) and reader.reads > 1
+    G, L, reads, nbytes = reader.total, reader.local, reader.reads, 2**16
+    reader.launch(nbytes).wait()
+    got = np.empty(G, np.float32)
+    cl.enqueue_copy(queue, got, reader.partial)
+    gid, k = np.arange(G)[:, None], np.arange(reads)[None, :]
+    who = (gid + k * L) % G if rotate else gid
+    want = reader.host.reshape(-1, 4).sum(axis=1)[(who + k * G) % (nbytes // 16)].sum(axis=1)
+    assert np.array_equal(got, want.astype(np.float32))
+    assert reader.read_sum() == reader.expected_sum(nbytes)  # the same elements in all
+    if G > L:  # wrapped, work-item 0 meets only elements 0 + m G; rotated, others too
+        own = {int(i) % G for i in ((who + k * G) % (nbytes // 16))[0]}
+        assert (own == {0}) != rotate
+
+
+def test_the_rotated_sweep_is_for_the_gpu_order_only(dev):
+    device, ctx, queue = dev
+    blocked = machine.Reader(ctx, queue, device, 2**14, "small", blocked=1, rotate=True)
+    assert blocked.rotate == 0
 
 
 def test_local_stride_kernel_reads_what_numpy_says(dev):

@@ -201,3 +201,32 @@ def levels(cache_gbs, read_gbs, h2d_gbs, local_gbs):
                  "caches at best, {read_gbs:,.0f} from device memory, {h2d_gbs:,.1f} over the link",
                  cache_gbs=cache_gbs, read_gbs=read_gbs, h2d_gbs=h2d_gbs, local_gbs=local_gbs,
                  local_ratio=local_gbs / cache_gbs if cache_gbs else None)
+
+
+def plateau_cause(wrapped, rotated, facts):
+    """The machine page: the read curve's plateau with the wrapped index (each compute unit
+    re-reads its own part of the set) against the same sweep with the work-groups rotated
+    each pass (ROTATE=1), over the sets from 1 MiB to a quarter of the L2 (the data sheet's,
+    else what OpenCL reports): far beyond an L1, well inside the L2."""
+    wrap = {r["bytes"]: r["rate"] for r in wrapped}
+    rot = {r["bytes"]: r["rate"] for r in rotated or []}
+    l2 = facts.get("l2_bytes") or facts.get("cache_bytes") or 0
+    mid = sorted(n for n in rot if n in wrap and 2**20 <= n <= l2 // 4)
+    ratios = sorted(rot[n] / wrap[n] for n in mid)
+    ratio = ratios[len(ratios) // 2] if ratios else None
+    lo, hi = (str(_kib(mid[0])), str(_kib(mid[-1]))) if mid else ("", "")
+    wrap_gbs = sorted(wrap[n] for n in mid)[len(mid) // 2] if mid else None
+    rot_gbs = sorted(rot[n] for n in mid)[len(mid) // 2] if mid else None
+    return claim("plateau_l1_reuse", "ratio < 0.8",
+                 "with the work-groups rotated each pass, so that no compute unit keeps re-reading "
+                 "its own part of the set, working sets of " + lo + " to " + hi + " were read at "
+                 "{ratio:.0%} of the wrapped kernel's rate ({rot_gbs:,.0f} against {wrap_gbs:,.0f} "
+                 "GB/s): the plateau up to the knee is each compute unit's L1 serving its own part "
+                 "again, and what the L2 delivers to all compute units at once is the lower figure",
+                 "with the work-groups rotated each pass, so that no compute unit keeps re-reading "
+                 "its own part of the set, working sets of " + lo + " to " + hi + " were still read "
+                 "at {ratio:.0%} of the wrapped kernel's rate ({rot_gbs:,.0f} against {wrap_gbs:,.0f} "
+                 "GB/s): the plateau is the L2's, not the L1s' reuse of the wrapped indices",
+                 missing="the rotated sweep runs in the GPU order only (or no working set lies between "
+                         "1 MiB and a quarter of the L2 here), so the plateau's cache is not told apart",
+                 ratio=ratio, wrap_gbs=wrap_gbs, rot_gbs=rot_gbs)

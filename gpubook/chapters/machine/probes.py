@@ -171,14 +171,16 @@ class Reader:
     """The read kernel over one buffer of `top` bytes of small whole numbers (so
     every sum is exact in float32), and the check of what it read."""
 
-    def __init__(self, ctx, queue, device, top, scale, blocked=None):
+    def __init__(self, ctx, queue, device, top, scale, blocked=None, rotate=False):
         mf = cl.mem_flags
         self.queue = queue
         self.host = (np.arange(top // 4, dtype=np.uint32) % 7).astype(np.float32)
         self.src = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=self.host)
         self.total, self.local = read_shape(device, scale)
         self.blocked = int(bool(device.type & cl.device_type.CPU) if blocked is None else blocked)
-        self.kern = kernel(ctx, "machine/read.cl", "read", {"BLOCKED": self.blocked})
+        self.rotate = int(bool(rotate) and not self.blocked)  # the GPU order only
+        defines = {"BLOCKED": self.blocked, **({"ROTATE": 1} if self.rotate else {})}
+        self.kern = kernel(ctx, "machine/read.cl", "read", defines)
         self.reads = max(1, (top // 16) // self.total)  # every launch reads `top` bytes (or more)
         self.partial = cl.Buffer(ctx, mf.WRITE_ONLY, 4 * self.total)
 
@@ -207,10 +209,17 @@ class Reader:
             raise RuntimeError(f"the read kernel summed {got} over {nbytes} bytes; NumPy says {want}")
 
 
-def bandwidth_curve(ctx, queue, device, scale, sizes=None, repeats=5):
-    """Read bandwidth records (variant 'read', bytes, GB/s with band) over working sets."""
+ROTATED = "read, work-groups rotated each pass"
+
+
+def bandwidth_curve(ctx, queue, device, scale, sizes=None, repeats=5, rotate=False):
+    """Read bandwidth records (variant 'read', bytes, GB/s with band) over working sets;
+    rotate=True: the read kernel built with ROTATE=1 (variant ROTATED), where no compute
+    unit keeps re-reading its own part of the set (GPU order only: [] on a CPU device)."""
     sizes = working_sets(device, scale, step=2) if sizes is None else sizes
-    reader = Reader(ctx, queue, device, max(sizes), scale)
+    reader = Reader(ctx, queue, device, max(sizes), scale, rotate=rotate)
+    if rotate and not reader.rotate:
+        return []
     if reader.bytes_per_launch() % max(sizes) or any(max(sizes) % n or n < 16 for n in sizes):
         raise ValueError("working sets must be powers of two of at least 16 bytes")
     records = []
@@ -218,7 +227,7 @@ def bandwidth_curve(ctx, queue, device, scale, sizes=None, repeats=5):
         t = time_events(lambda: reader.launch(n), repeats=repeats)
         reader.check(n)
         rate, lo, hi = t.rate(reader.bytes_per_launch() / 1e9)
-        records.append({"variant": "read", "bytes": n, "median_s": t.median, "q20_s": t.q20,
+        records.append({"variant": ROTATED if reader.rotate else "read", "bytes": n, "median_s": t.median, "q20_s": t.q20,
                         "q80_s": t.q80, "rate": rate, "rate_lo": lo, "rate_hi": hi})
     return records
 
