@@ -308,3 +308,19 @@ def test_recorded_scaling_reads_only_hosts_with_several_devices(tmp_path, lanes)
     assert multi.recorded_scaling(tmp_path) == [("four-gpus", 4, pytest.approx(2.0), pytest.approx(4.0))]
     rows = multi.resource_rows(lanes[0], multi.best_tile(lanes[0].ctx, lanes[0].device))
     assert [kern.function_name for _, kern, _ in rows] == ["col_sums", "centre", "register_tiles"]
+
+
+def test_move_costs_are_measured_and_set_a_bound(client, tmp_path):
+    from gpubook.chapters.multi import overhead
+
+    costs = overhead.move_costs(client, 64, str(tmp_path), repeats=1)
+    assert set(costs) == {"to_driver", "to_worker", "file32", "file64", "add", "task"}
+    assert all(0 <= v < 30 for v in costs.values()) and costs["task"] > 0
+    assert not list(tmp_path.iterdir())  # the probe file is removed
+    assert overhead.tree_levels(1) == (0, 1) and overhead.tree_levels(2) == (0, 2)
+    assert overhead.tree_levels(4) == (1, 2) and overhead.tree_levels(5) == (2, 2)
+    fake = dict(file32=1.0, file64=2.0, to_driver=4.0, to_worker=8.0, add=16.0, task=0.0)
+    assert overhead.bound_seconds(100.0, fake, 2) == 101.0          # one file read by the driver
+    assert overhead.bound_seconds(100.0, fake, 4) == 100 + 1 + 16 + 2
+    assert overhead.bound_seconds(100.0, fake, 8) == 100 + 1 + 2 + 2 * 16 + 2
+    assert overhead.bound_seconds(100.0, fake, 4, spill=False) == 100 + 4 + 16 + 4

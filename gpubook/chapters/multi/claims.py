@@ -105,3 +105,17 @@ def subset_claim(g, speedup):
                       "within 5% of the ideal",
                  failed="The subset search runs at {speedup:.2f}× one device's speed on {g:.0f} devices, "
                         "more than 5% short of the ideal")
+
+
+def dask_claim(held_ms, threads_ms, bound_ms):
+    """Dask with the rows held in the workers' memory against the threads on the
+    same devices and against its own bound (overhead.bound_seconds)."""
+    return claim("claim_dask", "r_threads <= 1.25 or r_bound <= 1.25", dask=held_ms, threads=threads_ms,
+                 bound=bound_ms, r_threads=held_ms / threads_ms, r_bound=held_ms / bound_ms,
+                 held="With the rows held in the workers' memory, Dask takes {dask:,.0f} ms: {r_threads:.2f} "
+                      "times the threads' {threads:,.0f} ms and {r_bound:.2f} times its own bound of "
+                      "{bound:,.0f} ms, within 1.25 times of at least one of them",
+                 failed="With the rows held in the workers' memory, Dask takes {dask:,.0f} ms: "
+                        "{r_threads:.2f} times the threads' {threads:,.0f} ms and {r_bound:.2f} times its "
+                        "own bound of {bound:,.0f} ms, more than 1.25 times both: the rest is Dask's own "
+                        "(scheduling, waiting between the tasks)")

@@ -240,7 +240,7 @@ def _ranges(path, tasks):
     return (m, n, probe.first), [(int(a), int(b - a)) for a, b in zip(edges[:-1], edges[1:])]
 
 
-def covariance(client, path, tasks, budget, tile, fail_marker=None, spill=True, held=None):
+def covariance(client, path, tasks, budget, tile, fail_marker=None, spill=True, held=None, fan_in=2):
     """C (float64) of the store at `path` over the cluster: `tasks` row ranges,
     each a task with GPU=1, their partials summed in float64 as a tree, the
     last sums and C = S/m - d dᵀ on the driver, as the threads path does. With
@@ -250,7 +250,11 @@ def covariance(client, path, tasks, budget, tile, fail_marker=None, spill=True, 
     written over in place, one call at a time. With `held`
     (a `Held(client, path, tasks)`), each task runs on the worker that holds its
     rows and streams them from there. Returns (C, a Part with every range
-    counted and every task's span); raises if any row was lost or counted twice."""
+    counted and every task's span); raises if any row was lost or counted twice.
+    `fan_in`: partials per add_parts task, and at most that many reach the
+    driver (fan_in >= tasks: the driver adds every task's partial itself)."""
+    if fan_in < 2:
+        raise ValueError(f"fan_in is at least 2, not {fan_in}")
     (m, n, shift), ranges = _ranges(path, tasks)
     plan_rows(budget, n)  # a budget too small for one block is refused here, not on every worker
     if held is not None and (held.path, held.ranges) != (path, ranges):
@@ -265,7 +269,7 @@ def covariance(client, path, tasks, budget, tile, fail_marker=None, spill=True, 
                                _spill(folder, f"part-{i}"), held.futures[i] if held is not None else None,
                                pure=False, **where[i])
                  for i, (a, r) in enumerate(ranges)]
-        top = client.gather(tree_sum(client, parts, folder))
+        top = client.gather(tree_sum(client, parts, folder, fan_in))
         t1 = time.time()
         c = lanes.combine([(_array(p.s), p.col) for p in top], m)
         root = Part(c, None, [r for p in top for r in p.ranges], [span for p in top for span in p.spans])
@@ -332,3 +336,4 @@ def load_rows(path, first, rows):
     store = dev.file(path, None)
     x = pinned_empty(dev.lane.ctx, dev.lane.queue, (rows, store.shape[1]))
     return HeldRows(first, store.read(first, x, dev.pool))
+
