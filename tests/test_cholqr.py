@@ -28,9 +28,10 @@ def conditioned(m, n, cond, seed):
     return (u * np.logspace(0, np.log10(cond), n)) @ v.T
 
 
-def device_cholesky(ctx, queue, g, block, inverse=True):
+def device_cholesky(ctx, queue, g, block, inverse=True, panel=1):
     k = len(g)
-    chol = cholqr.DeviceCholesky(ctx, queue, k, block=block, update_shape=SMALL, product_shape=WIDE)
+    chol = cholqr.DeviceCholesky(ctx, queue, k, block=block, update_shape=SMALL, product_shape=WIDE,
+                                 panel=panel)
     mf = cl.mem_flags
     low = np.tril(g) + np.triu(np.full_like(g, np.nan), 1)      # the upper triangle must not be read
     gb_ = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(low))
@@ -46,11 +47,14 @@ def device_cholesky(ctx, queue, g, block, inverse=True):
     return ok, diag, out, inv, chol
 
 
-@pytest.mark.parametrize("k, block", [(45, 16), (32, 16), (7, 16), (1, 8), (70, 32)])
-def test_blocked_cholesky_and_inverse_match_numpy(fp64_env, k, block):
+@pytest.mark.parametrize("k, block, panel", [(45, 16, 1), (32, 16, 1), (7, 16, 1), (1, 8, 1), (70, 32, 1),
+                                             (45, 8, 2), (70, 16, 3), (33, 8, 4), (64, 16, 4)])
+def test_blocked_cholesky_and_inverse_match_numpy(fp64_env, k, block, panel):
+    """Panels of one block or several (the panel's own columns first, the rest
+    once per panel), with the last panel and block cut short."""
     _, ctx, queue = fp64_env
     g = spd(k, seed=k)
-    ok, diag, out, inv, chol = device_cholesky(ctx, queue, g, block)
+    ok, diag, out, inv, chol = device_cholesky(ctx, queue, g, block, panel=panel)
     assert ok and chol.CB == min(block, 1 << (k.bit_length() - 1))
     ref = np.linalg.cholesky(g)
     lower, upper = np.tril(out), np.triu(out)
@@ -59,6 +63,12 @@ def test_blocked_cholesky_and_inverse_match_numpy(fp64_env, k, block):
     assert np.allclose(diag, np.diag(ref), rtol=1e-12)
     assert np.allclose(np.triu(inv, 1), 0.0)
     assert np.max(np.abs(inv @ ref - np.eye(k))) <= 1e-9
+
+
+def test_a_panel_needs_a_block(fp64_env):
+    _, ctx, queue = fp64_env
+    with pytest.raises(ValueError, match="panel"):
+        cholqr.DeviceCholesky(ctx, queue, 16, block=8, update_shape=SMALL, product_shape=WIDE, panel=0)
 
 
 def test_cholesky_flags_a_matrix_that_is_not_positive_definite(fp64_env):

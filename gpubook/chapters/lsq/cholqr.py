@@ -38,6 +38,13 @@ UPDATE_SHAPE = {"TM": 64, "TN": 64, "WM": 4, "WN": 4, "K": 8, "STAGES": 2}
 # count), so the rows are split in chunks of at most this many, and the
 # chunks' sums added afterwards.
 SUM_ROWS = 2048
+# Blocks of a panel: the blocks of one panel update only the panel's own
+# columns, and the rest of the matrix takes the whole panel in one product
+# (PANEL blocks deep instead of one). On an H100 (2026-11-26, 25,000 x 5,001,
+# tools/check_qr.py with CHOLQR_SET=cholesky) the updates took 12.7 + 7.0 ms of
+# device time with one block, 8.8 + 5.0 ms with 8 on the register tiles, and
+# 6.5 + 3.7 ms with 8 on the FP64 tensor cores.
+PANEL = 8
 PRODUCT_SHAPE = {"TM": 128, "TN": 64, "WM": 8, "WN": 4, "K": 8, "STAGES": 2}
 
 
@@ -82,8 +89,12 @@ class DeviceCholesky:
     update_shape: the tiles of the trailing lower triangle (square);
     product_shape: those of the inverse's update (either kind: Products)."""
 
-    def __init__(self, ctx, queue, k, block=64, update_shape=None, product_shape=None, products=None):
+    def __init__(self, ctx, queue, k, block=64, update_shape=None, product_shape=None, products=None,
+                 panel=PANEL):
         device = queue.device
+        if int(panel) < 1:
+            raise ValueError("a panel holds at least one block")
+        self.panel = int(panel)
         require_fp64(device)
         if k < 1 or block < 1:
             raise ValueError("the matrix and the block need at least one column")
@@ -124,26 +135,45 @@ class DeviceCholesky:
         if inverse is not None:
             cl.enqueue_fill_buffer(q, inverse, np.float64(0), 0, 8 * k * k)
             launch.enqueue(q, self.kern["unit_diagonal"], (k,), (256,), inverse, i32(k), i32(k))
-        for j0 in range(0, k, cb):
-            w = min(cb, k - j0)
-            rest = k - j0 - w
-            trace.append(("chol_diag", self.kern["chol_diag"](q, (self.wg,), (self.wg,), g, i32(k), i32(j0), i32(w),
-                                                              diag, flag, self.linv)))
-            if rest:
-                trace.append(("chol_rows", launch.enqueue(q, self.kern["chol_rows"], (rest,), (64,), g, i32(k),
-                                                          i32(j0), i32(k), self.linv)))
-            if inverse is not None:
-                trace.append(("chol_cols", launch.enqueue(q, self.kern["chol_cols"], (j0 + w,), (64,), inverse,
-                                                          i32(k), i32(j0), i32(w), self.linv)))
-            if rest:
-                r12 = j0 * k + j0 + w            # R12: the block's rows, the columns after it
+        pb = cb * self.panel
+        for p0 in range(0, k, pb):
+            pend = min(k, p0 + pb)
+            for j0 in range(p0, pend, cb):
+                self._block(j0, min(cb, k - j0), pend, g, diag, flag, inverse, trace)
+            if pend < k:                         # the panel's columns, all at once, on the rest
+                rest, r12 = k - pend, p0 * k + pend
                 trace.append(("tiles: trailing -= L21 L21'", self.products(
-                    q, self.update_shape, g, r12, k, g, r12, k, g, (j0 + w) * k + j0 + w, k,
-                    rest, rest, 0, w, alpha=-1.0, accumulate=True, triangle=True)))
+                    q, self.update_shape, g, r12, k, g, r12, k, g, pend * k + pend, k,
+                    rest, rest, 0, pend - p0, alpha=-1.0, accumulate=True, triangle=True)))
                 if inverse is not None:
                     trace.append(("tiles: inverse -= L21 X", self.products(
-                        q, self.product_shape, g, r12, k, inverse, j0 * k, k, inverse, (j0 + w) * k,
-                        k, rest, j0 + w, 0, w, alpha=-1.0, accumulate=True)))
+                        q, self.product_shape, g, r12, k, inverse, p0 * k, k, inverse, pend * k,
+                        k, rest, pend, 0, pend - p0, alpha=-1.0, accumulate=True)))
+
+    def _block(self, j0, w, pend, g, diag, flag, inverse, trace):
+        """Factor the block of columns [j0, j0 + w) of a panel that ends at pend:
+        its diagonal block, the rows below it, and the update of the panel's
+        columns after it (the rest of the matrix waits for the panel's end)."""
+        q, i32, k = self.queue, np.int32, self.k
+        rest = k - j0 - w
+        trace.append(("chol_diag", self.kern["chol_diag"](q, (self.wg,), (self.wg,), g, i32(k), i32(j0), i32(w),
+                                                          diag, flag, self.linv)))
+        if rest:
+            trace.append(("chol_rows", launch.enqueue(q, self.kern["chol_rows"], (rest,), (64,), g, i32(k),
+                                                      i32(j0), i32(k), self.linv)))
+        if inverse is not None:
+            trace.append(("chol_cols", launch.enqueue(q, self.kern["chol_cols"], (j0 + w,), (64,), inverse,
+                                                      i32(k), i32(j0), i32(w), self.linv)))
+        inside = pend - j0 - w                   # the panel's columns after this block
+        if rest and inside:
+            r12 = j0 * k + j0 + w                # R12: the block's rows, the columns after it
+            trace.append(("tiles: trailing -= L21 L21'", self.products(
+                q, self.update_shape, g, r12, k, g, r12, k, g, (j0 + w) * k + j0 + w, k,
+                rest, inside, 0, w, alpha=-1.0, accumulate=True)))
+            if inverse is not None:
+                trace.append(("tiles: inverse -= L21 X", self.products(
+                    q, self.product_shape, g, r12, k, inverse, j0 * k, k, inverse, (j0 + w) * k,
+                    k, inside, j0 + w, 0, w, alpha=-1.0, accumulate=True)))
 
     def status(self, slot=0):
         """(True when every pivot was positive and finite, R's diagonal)."""
@@ -167,15 +197,18 @@ class CholeskyQR2:
     the triangular products (Q1 = A R1^-1 and R2 R1), which skip the zero
     half of the triangle band by band. mma=True: the products over all m rows
     (the Gram matrices, Q1) and R2 R1 on the FP64 tensor cores (gpubook.dmma,
-    NVIDIA only); the Cholesky factorisations' small updates stay on the
-    register tiles, which were faster there on the H200. Shapes given
+    NVIDIA only), and the Cholesky factorisations' updates too: with panels of
+    PANEL blocks they are deep enough to gain there (an H100, 2026-11-26:
+    97 ms of device time against 105 ms with one-block updates on the
+    register tiles). panel: the blocks of one panel (DeviceCholesky). Shapes given
     explicitly pick their own kernel (Products). After each factorisation: `method`
     ("CholeskyQR2" or "TSQR"), `cond_estimate` (the first factor's diagonal
     ratio, inf when its Cholesky failed) and `reason` (why it fell back, ''
     when it did not)."""
 
     def __init__(self, ctx, queue, cols, limit=COND_LIMIT, gram_shape=None, product_shape=None, block=64,
-                 band=512, update_shape=None, inverse_shape=None, mma=False, emulate=False, tsqr_options=None):
+                 band=512, update_shape=None, inverse_shape=None, mma=False, emulate=False, tsqr_options=None,
+                 panel=PANEL):
         device = queue.device
         require_fp64(device)
         if cols < 1:
@@ -187,7 +220,9 @@ class CholeskyQR2:
         if self.gram_shape["TM"] != self.gram_shape["TN"]:
             raise ValueError("the Gram product needs square tiles (TM = TN)")
         self.products.check(ctx, device, self.gram_shape, triangle=True)
-        self.chol = DeviceCholesky(ctx, queue, cols, block, update_shape, inverse_shape, self.products)
+        if mma:
+            update_shape, inverse_shape = update_shape or dmma.SHAPE, inverse_shape or dmma.SHAPE
+        self.chol = DeviceCholesky(ctx, queue, cols, block, update_shape, inverse_shape, self.products, panel)
         self.band = _round_up(max(1, band), self.product_shape["TN"])
         self.TT = launch.square_side(device, (16, 8, 4, 2, 1), lambda t: 8 * t * (t + 1))
         defines = {"PART": 3, "C": self.C, "TT": self.TT}
