@@ -114,6 +114,8 @@ def show_kernel(path, start=None, end=None):
     """
     from IPython.display import Markdown
 
+    from .show import fit
+
     lines = source(path).rstrip("\n").split("\n")
     if start is not None:
         first = next(i for i, line in enumerate(lines) if start in line)
@@ -121,7 +123,7 @@ def show_kernel(path, start=None, end=None):
         if end is not None:
             last = next(i for i in range(first, len(lines)) if end in lines[i])
         lines = lines[first:last + 1]
-    body = "\n".join(lines)
+    body = "\n".join(fit(lines))
     return Markdown(f"`kernels/{path}`\n\n```c\n{body}\n```")
 
 
@@ -139,8 +141,11 @@ def show_diff(old, new, context=3):
     diff (the page shows the change first; the whole kernel follows, collapsed)."""
     from IPython.display import Markdown
 
+    from .show import fit
+
     text = kernel_diff(old, new, context)
     if not text:
         return Markdown(f"`kernels/{new}` is the same source as `kernels/{old}`: the step changes only "
                         "its build options or launch.")
+    text = "\n".join(fit(text.split("\n"), prefix="+- "))
     return Markdown(f"What changed from `kernels/{old}` to `kernels/{new}`:\n\n```diff\n{text}\n```")

@@ -14,6 +14,31 @@ def markdown_table(rows, header=True):
     return Markdown("\n".join(lines))
 
 
+COLUMNS = 88  # shown code never prints a longer line
+
+
+def fit(lines, width=COLUMNS, prefix=""):
+    """Lines of code wrapped to `width` columns for the page: a longer line breaks
+    after the last ", " that fits (else the last "(", else the last space), and
+    goes on indented 8 columns deeper than it started; a line whose first
+    character is in `prefix` (a diff's "+- ") keeps it on its continuation
+    lines. A line with none of them to break at stays whole."""
+    out = []
+    for line in lines:
+        lead = line[:1] if prefix and line[:1] and line[:1] in prefix else ""
+        indent = lead + " " * (len(line) - len(line[len(lead):].lstrip(" ")) + 8)
+        while len(line) > width:
+            cuts = (line.rfind(", ", len(indent), width - 1) + 1, line.rfind("(", len(indent), width) + 1,
+                    line.rfind(" ", len(indent), width))
+            cut = next((c for c in cuts if c > len(indent)), None)
+            if cut is None:
+                break
+            out.append(line[:cut].rstrip())
+            line = indent + line[cut:].lstrip()
+        out.append(line)
+    return out
+
+
 def _code_lines(obj):
     """(path relative to the repository, qualified name, dedented source lines) of obj."""
     import inspect
@@ -62,12 +87,13 @@ def show_code(obj, start=None, end=None):
     package itself, as a highlighted Python block whose first line says where it
     lives, e.g. `gpubook/chapters/scan.py`, `DeviceScan.enqueue`. start/end pick
     lines as show_kernel does: from the first line containing `start` up to and
-    including the first later line containing `end`.
+    including the first later line containing `end`. Lines longer than 88 columns
+    (the package's own limit is wider) are wrapped for the page (`fit`).
     """
     from IPython.display import Markdown
 
     where, name, lines = _code_lines(obj)
-    lines = _pick(lines, start, end, name or where)
+    lines = fit(_pick(lines, start, end, name or where))
     head = f"`{where}`, `{name}`" if name else f"`{where}`"
     return Markdown(head + "\n\n```python\n" + "\n".join(lines) + "\n```")
 

@@ -264,7 +264,8 @@ class DeviceScan:
             return [sums(q, (tiles * wg,), (wg,), src, n32, aux),
                     scan_sums(q, (wg,), (wg,), aux, np.uint32(tiles)),
                     scan_tiles(q, (tiles * wg,), (wg,), src, dst, n32, aux)]
-        return [self.kernels[0](q, (tiles * wg,), (wg,), src, dst, n32, aux, counter, np.uint32(epoch))]
+        return [self.kernels[0](q, (tiles * wg,), (wg,), src, dst, n32, aux, counter,
+                                np.uint32(epoch))]
 
 
 class Population:
