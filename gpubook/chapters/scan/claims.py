@@ -70,3 +70,36 @@ def look_exercise(times):
                     "waits on, and a wider window adds nothing",
                     "The windows did not all run here", r4=times[4] / times[wide])
     return most, further
+
+
+def device_reading(sp_s, rts_s, lib_s):
+    """Step 3's reading: the single pass against reduce-then-scan and against
+    pyopencl.scan over the full array (seconds each)."""
+    rts = claim("scan_single_beats_rts", "rts_s > sp_s",
+                "Reduce-then-scan took {ratio:.2f}× the time of the single pass: reading the "
+                "data once instead of twice is what the single pass is for",
+                "Reduce-then-scan took {ratio:.2f}× the time of the single pass: reading the "
+                "data twice did not cost it more here",
+                sp_s=sp_s, rts_s=rts_s, ratio=rts_s / sp_s)
+    lib = claim("scan_single_beats_lib", "lib_s > sp_s",
+                "The single pass is {ratio:.1f}× faster than `pyopencl.scan`",
+                "`pyopencl.scan` took {ratio:.2f}× the time of the single pass: it is not slower here",
+                sp_s=sp_s, lib_s=lib_s, ratio=lib_s / sp_s)
+    return rts, lib
+
+
+def population_lead(pop_records, host="NumPy on the host"):
+    """Step 4's sweep over n: the faster kernel's rate over NumPy's at every size."""
+    by = {}
+    for r in pop_records:
+        by.setdefault(r["examples"], {})[r["variant"]] = r["rate"]
+    leads = {n: max(v for k, v in rates.items() if k != host) / rates[host]
+             for n, rates in by.items() if host in rates and len(rates) > 1}
+    low = min(leads, key=leads.get) if leads else None
+    return claim("scan_pop_lead_holds", "lowest > 1",
+                 "The sweep over $n$ shows the lead over NumPy holding at every size, from "
+                 "{n0:,.0f} to {n1:,.0f} examples per model (at least {lowest:,.0f}×)",
+                 "The lead over NumPy does not hold at every size of the sweep: {lowest:.2f}× "
+                 "at $n$ = {n_low:,.0f}",
+                 lowest=leads[low] if leads else None, n_low=low,
+                 n0=min(leads) if leads else None, n1=max(leads) if leads else None)

@@ -69,3 +69,39 @@ def blocks_exercise(m_runs, compute_units):
                  "and the rate at m = {hi:.0f} is {ratio:.2f}× that at m = {lo:.0f}, more than 5% away",
                  "Only one m runs here", lo=lo, hi=hi, groups_lo=m_runs[lo][0], groups_hi=m_runs[hi][0],
                  per_cu=m_runs[hi][0] / compute_units, ratio=m_runs[hi][1] / m_runs[lo][1] if hi != lo else None)
+
+
+def scores_reading(rows_share, cols_share, waste_rows, tiled_ms, cols_ms):
+    """Step 3's reading: the transposed scores against the copy figure, the scalar row
+    walk against what its sectors allow without a cache (shares of the copy figure),
+    and the one-off transpose in passes of the scores kernel."""
+    above = claim("tr_cols_above_copy", "cols_share > 1",
+                  "Its rate is above the copy's: possible because this kernel only reads, while "
+                  "the copy keeps switching the memory between reading and writing",
+                  "Its rate stays below the copy's, which counts reads and writes together",
+                  cols_share=cols_share)
+    cache = claim("tr_rows_cache_saves", "rows_share > 1 / waste_rows",
+                  "The scalar row walk reached {rows_share:.0%} of the copy figure, more than the "
+                  "{limit:.0%} that moving {waste_rows:.0f} bytes per byte used would allow if every "
+                  "sector came from memory: the cache keeps much of a row's lines until the "
+                  "work-item comes back for its next features",
+                  "The scalar row walk reached {rows_share:.0%} of the copy figure, no more than the "
+                  "{limit:.0%} that moving {waste_rows:.0f} bytes per byte used allows: the cache "
+                  "does not save the rest of its lines",
+                  rows_share=rows_share, waste_rows=waste_rows, limit=1 / waste_rows)
+    return (f"{above.sentence}. {cache.sentence}. The transpose is paid once, before "
+            f"training: {tiled_ms:.1f} ms for the tiled kernel at the largest size, the "
+            f"time of {tiled_ms / cols_ms:.1f} passes of the scores kernel.")
+
+
+def gradient_reading(groups_share, blocks_share, cols_share):
+    """Step 4's reading: the 2-D blocks against the group per feature and against the
+    transposed scores kernel (shares of the copy figure at the largest size)."""
+    return claim("tr_blocks_stream", "blocks_share > groups_share and abs(blocks_share / cols_share - 1) < 0.1",
+                 "The 2-D blocks read $X$ at {blocks_share:.0%} of the copy figure, above the group "
+                 "per feature's {groups_share:.0%} and within 10% of the scores kernel's "
+                 "{cols_share:.0%}: with enough work-groups the gradient is a plain stream too",
+                 "The 2-D blocks read $X$ at {blocks_share:.0%} of the copy figure, against the group "
+                 "per feature's {groups_share:.0%} and the scores kernel's {cols_share:.0%}: more "
+                 "work-groups did not make the gradient a stream like the scores",
+                 groups_share=groups_share, blocks_share=blocks_share, cols_share=cols_share)
