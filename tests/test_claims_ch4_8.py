@@ -100,6 +100,11 @@ def test_chapter7_claims_hold_on_the_records(slug):
     all_hold(scan.seed_rises(d["list_sweep"], "1_hillis_steele"))
     at = {r["variant"]: r["median_s"] for r in d["pop_sweep"] if r["examples"] == d["n_pop"]}
     all_hold(scan.population(at["sort + scan"], at["sort + rank sum"]))
+    full = {r["variant"]: r["median_s"] for r in d["scan_sweep"] if r["floats"] == d["n_scan"]}
+    sp = min(t for v, t in full.items() if v.startswith("4_single_pass"))
+    rts = min(t for v, t in full.items() if v.startswith("3_reduce_then_scan"))
+    all_hold(*scan.device_reading(sp, rts, full["pyopencl.scan"]))
+    all_hold(scan.population_lead(d["pop_sweep"]))
 
 
 def test_chapter7_exercises_hold_on_the_stored_outputs():
@@ -128,6 +133,17 @@ def test_chapter5_claims_hold_on_the_records(slug):
     d = data(slug, "05_transpose")
     ks = sorted({r["K"] for r in d["k_sweep"]})
     all_hold(tr.fused_lead(d["k_sweep"], 292, ks[-1]))
+    n, copy = d["summary"]["J_max"], d["summary"]["copy_gbs"]
+
+    def at(key, variant):
+        return next(r for r in d[key] if r["variant"] == variant and r["J"] == n)
+    # row-major float loads 1,184 bytes apart: each of a warp's 32 sectors gives 4 of its 32 bytes
+    tr.scores_reading(at("scores", "rows")["rate"] / copy, at("scores", "cols")["rate"] / copy, 8,
+                      1e3 * at("transpose", "tiled")["median_s"], 1e3 * at("scores", "cols")["median_s"])
+    from gpubook import claims
+    all_hold(claims._made["tr_cols_above_copy"], claims._made["tr_rows_cache_saves"])
+    all_hold(tr.gradient_reading(at("gradient", "groups")["rate"] / copy, at("gradient", "blocks")["rate"] / copy,
+                                 at("scores", "cols")["rate"] / copy))
 
 
 def test_chapter5_exercises_hold_on_the_stored_outputs():
