@@ -24,9 +24,20 @@ def _jsonable(value):
     return value
 
 
-def record(chapter, device, scale, data, root=None, force=False, claims=True):
+def _merged(old, new):
+    """`new` laid over `old`, dictionaries key by key (a part's keys replace its own)."""
+    out = dict(old)
+    for k, v in new.items():
+        out[k] = _merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def record(chapter, device, scale, data, root=None, force=False, claims=True, part=None):
     """Write results/<device>/<chapter>.json when GPUBOOK_RECORD=1 (or force);
     with `claims`, the claims this run made go into it (a chapter's page).
+    With `part` (a chapter split over several pages, e.g. "6.2"), the page's keys
+    go into the chapter's one record, laid over what the other parts recorded at
+    the same scale (data["parts"] says which part wrote when).
 
     Returns the path written, or None when recording is off.
     """
@@ -52,6 +63,12 @@ def record(chapter, device, scale, data, root=None, force=False, claims=True):
     used = recorded_resources(device)  # what each kernel built on this device uses, where it says
     if used:
         entry["resources"] = _jsonable(used)
+    if part is not None:
+        old = json.loads(path.read_text()) if path.exists() else {}
+        if old.get("scale") == scale:  # another scale's parts are not this run's
+            entry["data"] = _merged(old.get("data", {}), entry["data"])
+            entry["resources"] = _merged(old.get("resources", {}), entry.get("resources", {}))
+        entry["data"].setdefault("parts", {})[str(part)] = entry["date"]
     path.write_text(json.dumps(entry, indent=1) + "\n")
     return path
 

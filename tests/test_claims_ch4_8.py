@@ -41,7 +41,7 @@ def test_chapter6_gemm_without_cublas_says_so():
 
 
 def test_chapter6_exercises_hold_on_the_stored_outputs():
-    text = printed("06_covariance")
+    text = printed("06_1_covariance")
     t = {int(a): number(b) / 1e3 for a, b in re.findall(r"T = +(\d+): +([\d.,]+) ms", text)}
     all_hold(*cov.tile_side(t, 32))
     blocks = {int(a): number(b) / 1e3 for a, b in re.findall(r"(\d) x \d per work-item: ([\d.]+) ms", text)}
@@ -82,7 +82,7 @@ def test_chapter8_without_nvidia_libraries_says_so_in_words():
 
 
 def test_chapter8_exercises_hold_on_the_stored_outputs():
-    text = printed("08_lsq")
+    text = printed("08_1_qr_updates") + "\n" + printed("08_2_subsets")
     rates = {int(a): number(b) for a, b in re.findall(r"WG = +(\d+): +([\d,]+) rows/s", text)}
     all_hold(lsq.row_group_exercise(rates))
     d = data("nvidia-h200", "08_lsq")

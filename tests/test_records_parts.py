@@ -1,0 +1,47 @@
+"""A chapter split over several pages keeps one record: each part lays its keys over
+what the other parts recorded at the same scale (gpubook.records.record, part=)."""
+import json
+from types import SimpleNamespace
+
+from gpubook import claims, records
+
+DEVICE = SimpleNamespace(name="Test GPU", vendor="V", driver_version="1", platform=SimpleNamespace(name="P"))
+
+
+def read(tmp_path):
+    return json.loads((tmp_path / "test-gpu" / "06_covariance.json").read_text())
+
+
+def test_parts_share_one_record_and_replace_only_their_keys(tmp_path, monkeypatch):
+    monkeypatch.setattr(records, "recorded_resources", lambda device: {})
+    claims.forget()
+    records.record("06_covariance", DEVICE, "full", {"m": 1, "steps": {"naive": 2.0}},
+                   root=tmp_path, force=True, part="6.1")
+    claims.claim("part2_claim", "a > b", "held", "failed", glue=False, a=2, b=1)
+    records.record("06_covariance", DEVICE, "full", {"stream": {"seconds": 3.0}, "steps": {"tc": 1.0}},
+                   root=tmp_path, force=True, part="6.2")
+    claims.forget()
+    data = read(tmp_path)["data"]
+    assert data["m"] == 1 and data["stream"] == {"seconds": 3.0}
+    assert data["steps"] == {"naive": 2.0, "tc": 1.0}
+    assert data["claims"]["part2_claim"]["held"] is True
+    assert set(data["parts"]) == {"6.1", "6.2"}
+    records.record("06_covariance", DEVICE, "full", {"m": 5}, root=tmp_path, force=True, part="6.1")
+    assert read(tmp_path)["data"]["m"] == 5 and read(tmp_path)["data"]["stream"] == {"seconds": 3.0}
+
+
+def test_a_part_at_another_scale_starts_the_record_afresh(tmp_path, monkeypatch):
+    monkeypatch.setattr(records, "recorded_resources", lambda device: {})
+    claims.forget()
+    records.record("06_covariance", DEVICE, "full", {"m": 1}, root=tmp_path, force=True, part="6.1")
+    records.record("06_covariance", DEVICE, "small", {"stream": 1}, root=tmp_path, force=True, part="6.2")
+    data = read(tmp_path)["data"]
+    assert "m" not in data and data["stream"] == 1 and set(data["parts"]) == {"6.2"}
+
+
+def test_without_a_part_the_record_is_written_whole(tmp_path, monkeypatch):
+    monkeypatch.setattr(records, "recorded_resources", lambda device: {})
+    claims.forget()
+    records.record("06_covariance", DEVICE, "full", {"m": 1}, root=tmp_path, force=True)
+    records.record("06_covariance", DEVICE, "full", {"n": 2}, root=tmp_path, force=True)
+    assert read(tmp_path)["data"] == {"n": 2}
