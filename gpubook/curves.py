@@ -5,9 +5,10 @@ machine page draws the curves; chapter 9 tabulates their edges."""
 
 # ---------------------------------------------------------------- reading the curves
 def human_bytes(n):
-    """4096 -> '4 KiB', 2**30 -> '1 GiB'."""
+    """4096 -> '4 KiB', 2**30 -> '1 GiB': the largest unit in which the figure, to three
+    digits, is at least 0.976 (1,044,480 -> '0.996 MiB', never '1.02e+03 KiB')."""
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
+        if n / size >= 999.5 / 1024:
             return f"{n / size:.3g} {unit}"
     return f"{n:.3g} B"
 

@@ -171,3 +171,10 @@ def test_a_device_without_local_memory_is_refused_clearly():
     stub = SimpleNamespace(name="stub", local_mem_size=0, max_compute_units=0)
     with pytest.raises(ValueError, match="stub reports 0 bytes of local memory; the stride sweep needs 4 KiB"):
         machine.LocalStride(ctx, queue, stub, "small")
+
+
+@pytest.mark.parametrize("n, text", [
+    (0, "0 B"), (999, "999 B"), (4096, "4 KiB"), (1.02e3 * 1024, "0.996 MiB"),
+    (999 * 1024, "999 KiB"), (1.33 * 2**20, "1.33 MiB"), (4325376, "4.12 MiB"), (2**30, "1 GiB")])
+def test_one_unit_formatter_never_writes_an_exponent(n, text):
+    assert machine.human_bytes(n) == text
