@@ -104,8 +104,8 @@ def find_chromium():
 
 
 # page: the fewest plots it must show (chapter 0's limits; chapter 8's sweep and
-# time bars; chapter 9's "how far each step got")
-RENDERED = {"00_device": 3, "08_lsq": 2, "09_across_devices": 1}
+# time bars, in its part 8.1; chapter 9's "how far each step got")
+RENDERED = {"00_device": 3, "08_1_qr_updates": 2, "09_across_devices": 1}
 
 
 @pytest.mark.skipif(find_chromium() is None, reason="no Chromium installed (.ci/run installs Debian's chromium)")
@@ -207,7 +207,7 @@ def test_an_exercise_solution_opens_on_a_click(tmp_path):
 def test_math_renders_without_a_network(tmp_path):
     """Chapter 6 with every host name unresolvable: MathJax must come with the
     site, typeset every formula, and leave no raw TeX in the page's text."""
-    page = HTML / "notebooks" / "06_covariance.html"
+    page = HTML / "notebooks" / "06_1_covariance.html"
     assert "_static/mathjax/tex-chtml.js" in page.read_text(), "MathJax is not served from the site"
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
              "--disable-component-update", "--disable-sync", "--no-first-run",
@@ -221,3 +221,98 @@ def test_math_renders_without_a_network(tmp_path):
     text = re.sub(r"<[^>]+>", "", text)
     for raw in ("\\(", "\\[", "$$"):
         assert raw not in text, f"raw TeX {raw!r} left in the rendered page"
+
+
+# --- The page as a reader sees it at a 1,280 px window (GUIDE, "The page") -----------
+# Every chapter page of the toc (split chapters are covered as the toc lists them).
+# Limits: gpubook/plot.py (figures), gpubook/show.py (88 columns).
+WINDOW = (1280, 900)
+MIN_SCALE, MIN_SCALE_FULL = 0.7, 0.5
+MAX_COLUMNS = 88
+MAX_HEIGHT = 25_000
+CHAPTER_PAGES = [f for f in toc_files() if f.startswith("notebooks/")]
+
+MEASURE = SHOWN + """window.addEventListener('load', () => { setTimeout(() => {
+  const seen = e => !!e && e.checkVisibility({contentVisibilityAuto: true}) && shown(e);
+  const imgs = [...document.querySelectorAll('.cell_output img')].map(i => ({
+    src: i.getAttribute('src'), natural: i.naturalWidth, shown: i.getBoundingClientRect().width,
+    full: !!i.closest('.full-width, .tag_full-width, .tag_full_width')}));
+  const code = [...document.querySelectorAll('.cell_input pre, .cell_output div[class*="highlight-"] pre')]
+    .filter(p => !p.closest('[class*="highlight-myst-ansi"], [class*="highlight-none"]'));
+  const long = code.flatMap(p => p.textContent.split('\\n')).filter(l => l.length > %d)
+    .map(l => l.length + ': ' + l.slice(0, 60));
+  const article = document.querySelector('article') || document.body;
+  const right = article.getBoundingClientRect().right;
+  const scrolls = e => { for (; e && e !== article; e = e.parentElement) {
+    if (['auto', 'scroll'].includes(getComputedStyle(e).overflowX)) return true; } return false; };
+  const tables = [...article.querySelectorAll('table')].filter(t => shown(t))
+    .filter(t => t.getBoundingClientRect().right > right + 1 && !scrolls(t.parentElement))
+    .map(t => t.innerText.slice(0, 60));
+  const firstImg = document.querySelector('.cell_output img');
+  const firstCode = [...document.querySelectorAll('.cell .cell_input')].find(seen);
+  const before = !!firstImg && (!firstCode ||
+    !!(firstImg.compareDocumentPosition(firstCode) & Node.DOCUMENT_POSITION_FOLLOWING));
+  document.body.setAttribute('data-page', JSON.stringify({imgs: imgs, long: long, tables: tables,
+    height: document.documentElement.scrollHeight, figure_first: before,
+    first_code: firstCode ? firstCode.innerText.slice(0, 80) : null}));
+}, 500); });""" % MAX_COLUMNS
+
+_measured = {}
+
+
+def measured(page, tmp_path_factory):
+    """The page's measurements in Chromium at WINDOW, once per page."""
+    path = HTML / f"{page}.html"
+    if not path.exists():
+        pytest.skip(f"{page} is not built (test_every_toc_page_was_built says so)")
+    if page not in _measured:
+        probe = path.with_name("_page_probe.html")
+        probe.write_text(path.read_text().replace("</body>", f"<script>{MEASURE}</script></body>", 1))
+        profile = tmp_path_factory.mktemp("chromium")
+        try:
+            dom = subprocess.run([find_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
+                                  f"--window-size={WINDOW[0]},{WINDOW[1]}", "--dump-dom", probe.as_uri()],
+                                 capture_output=True, text=True, timeout=120).stdout
+        finally:
+            probe.unlink()
+        found = re.search(r'data-page="([^"]+)"', dom)
+        assert found, f"{page}: the page's load handler did not run"
+        _measured[page] = json.loads(html_lib.unescape(found.group(1)))
+    return _measured[page]
+
+
+needs_chromium = pytest.mark.skipif(find_chromium() is None,
+                                    reason="no Chromium installed (.ci/run installs Debian's chromium)")
+
+
+@needs_chromium
+@pytest.mark.parametrize("page", CHAPTER_PAGES)
+def test_figures_are_shown_near_their_natural_width(page, tmp_path_factory):
+    """No output figure shrinks below 70% of its natural width (50% in a full-width
+    cell): a figure drawn at gpubook.plot's sizes keeps its text >= 9 CSS px."""
+    imgs = measured(page, tmp_path_factory)["imgs"]
+    small = [f"{i['src']}: {i['shown']:.0f} of {i['natural']} px" for i in imgs
+             if i["natural"] and i["shown"] / i["natural"] < (MIN_SCALE_FULL if i["full"] else MIN_SCALE)]
+    assert not small, f"{page}: {len(small)} figures shown too small, e.g. {small[:3]}"
+
+
+@needs_chromium
+@pytest.mark.parametrize("page", CHAPTER_PAGES)
+def test_shown_code_fits_88_columns_and_tables_fit_or_scroll(page, tmp_path_factory):
+    m = measured(page, tmp_path_factory)
+    assert not m["long"], f"{page}: {len(m['long'])} code lines over {MAX_COLUMNS} columns: {m['long'][:3]}"
+    assert not m["tables"], f"{page}: tables wider than the column outside a scroll box: {m['tables'][:3]}"
+
+
+@needs_chromium
+@pytest.mark.parametrize("page", CHAPTER_PAGES)
+def test_page_is_not_too_long(page, tmp_path_factory):
+    height = measured(page, tmp_path_factory)["height"]
+    assert height <= MAX_HEIGHT, f"{page}: {height} px high at {WINDOW[0]} px (at most {MAX_HEIGHT}): split it"
+
+
+@needs_chromium
+@pytest.mark.parametrize("page", CHAPTER_PAGES)
+def test_first_screen_shows_a_figure_before_any_code(page, tmp_path_factory):
+    m = measured(page, tmp_path_factory)
+    assert m["figure_first"], f"{page}: visible code before the first figure: {m['first_code']!r}"
