@@ -88,3 +88,20 @@ def test_every_chapter_ends_with_what_to_remember(path):
     text = found[0].source.split("## What to remember", 1)[1].split("\n## ", 1)[0]
     points = [line for line in text.splitlines() if line.lstrip().startswith(("- ", "* ", "1. "))]
     assert 3 <= len(points) <= 5 and "{glue:text}`" in text, f"{path.name}: 3-5 points with glued numbers"
+
+
+LISTING = re.compile(r"gb\.show_(kernel|diff)\(((?:\s*\"[^\"]+\"\s*,?)+)")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_kernel_listings_and_diffs_fit_the_column(path):
+    """Every gb.show_kernel / gb.show_diff a chapter calls prints no line over 88 columns."""
+    import gpubook as gb
+
+    for cell in cells(path):
+        for kind, args in LISTING.findall(cell.source if cell.cell_type == "code" else ""):
+            names = re.findall(r"\"([^\"]+)\"", args)
+            md = (gb.show_kernel(names[0]) if kind == "kernel" else gb.show_diff(*names[:2])).data
+            code = md.split("```", 1)[-1]
+            long = [line for line in code.splitlines() if len(line) > MAX_COLUMNS]
+            assert not long, f"{path.name}: show_{kind}{tuple(names)} prints {len(long)} long lines: {long[:2]}"
