@@ -68,7 +68,19 @@ def local_bytes(shape, emulate=False, device=None):
 def get_kernel(ctx, device, shape, triangle=False, emulate=False):
     """The built kernel for a shape, or a clear error: a shape that breaks the
     fragments' rules, one the device cannot hold, or no tensor cores here
-    (tensor.TensorCoreError with the gate's reason)."""
+    (tensor.TensorCoreError with the gate's reason). Checked once per context,
+    device and shape: CholeskyQR2 launches hundreds of products, and the checks'
+    queries of the device would otherwise cost more host time than a launch."""
+    key = (ctx.int_ptr, device.int_ptr, tuple(sorted(shape.items())), bool(triangle), bool(emulate))
+    if key not in _checked:
+        _checked[key] = _checked_kernel(ctx, device, shape, triangle, emulate)
+    return _checked[key]
+
+
+_checked = {}
+
+
+def _checked_kernel(ctx, device, shape, triangle, emulate):
     if not emulate:
         tensor._require(device, emulate)
     mma = mma_shape(shape, device, emulate)

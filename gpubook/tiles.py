@@ -70,8 +70,20 @@ def get_kernel(ctx, device, shape, dtype, triangle=False, check=True, gv=1, extr
     """The built kernel for a shape, or TileError: a shape the device cannot
     hold, a build that fails, or a kernel whose registers leave it fewer
     work-items per work-group than the shape needs. extra: more build options
-    (e.g. {"DIAG_SKIP": 0}, chapter 6's earlier kernel)."""
+    (e.g. {"DIAG_SKIP": 0}, chapter 6's earlier kernel). Checked once per
+    context, device and arguments (a launch then costs no queries of the device)."""
     dtype = np.dtype(dtype)
+    key = (ctx.int_ptr, device.int_ptr, tuple(sorted(shape.items())), dtype.str, bool(triangle),
+           bool(check), gv, tuple(sorted((extra or {}).items())))
+    if key not in _checked:
+        _checked[key] = _checked_kernel(ctx, device, shape, dtype, triangle, check, gv, extra)
+    return _checked[key]
+
+
+_checked = {}
+
+
+def _checked_kernel(ctx, device, shape, dtype, triangle, check, gv, extra):
     if dtype == np.float64:
         require_fp64(device)
     reason = unfit(device, shape, dtype)
