@@ -89,6 +89,8 @@ CHOLESKY_OPTIONS = [
 ]
 if os.environ.get("CHOLQR_SET") == "cholesky":
     CHOLQR_OPTIONS = CHOLESKY_OPTIONS
+elif os.environ.get("CHOLQR_SET") == "defaults":      # the defaults, twice, and the register tiles
+    CHOLQR_OPTIONS = [{"mma": True}, {"mma": True}, {}]
 
 
 def time_cholqr2(ctx, queue, a, repeats=3, options=None):
@@ -133,7 +135,7 @@ def sweep_cholqr2(ctx, queue, a, repeats):
         except Exception as err:  # noqa: BLE001
             say(f"    {opt}: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
             continue
-        if os.environ.get("CHOLQR_SET") == "cholesky":
+        if os.environ.get("CHOLQR_SET"):
             say(f"      Gram check {gram_check(r, a):.1e}")
         if best is None or t < best[0]:
             best = (t, r, cq)
