@@ -295,3 +295,32 @@ def test_roofline_draws_one_panel_per_device(results):
     fig = ap.plot_roofline(results)
     assert len(fig.axes) == sum(1 for r in results.values() if ac.limits(r))
     plt.close(fig)
+
+
+def test_no_share_from_a_small_scale_record_and_one_line_that_says_so(tmp_path):
+    """A CPU recorded at small scale (its FP32 'limit' far under what NumPy reaches on the
+    same cores) gets no share anywhere, its measured limits are marked, and one line per
+    device says why; a chapter 0 at full scale with chapters at small scale, likewise."""
+    gpu, cpu = "nvidia-h200", "cpu-skylake-avx512-intel-r-xeon-r-processor"
+    copy_device(gpu, tmp_path)
+    copy_device(cpu, tmp_path, scale="small")
+    results = ac.load(tmp_path)
+    assert ac.share_refusals({gpu: results[gpu]}) == []
+    lines = ac.share_refusals(results)
+    assert len(lines) == 1 and "chapter 0 record ran at the small scale" in lines[0]
+    assert lines[0].startswith(ac.name(results[cpu]))
+    assert all(share is None for c in ac.CHAPTERS for _, _, share in ac.steps(c, results[cpu]))
+    rows = {r[0]: r[1:] for r in ac.limit_rows(results)}
+    column = list(results).index(cpu)
+    assert rows["FP32 multiply-add, measured (GFLOP/s)"][column].endswith("(small scale: not a limit)")
+    assert "small scale" not in rows["FP32 multiply-add, measured (GFLOP/s)"][1 - column]
+    assert "small scale" not in rows["compute units"][column]
+    # chapter 0 at full scale, a chapter at small scale: still no share for that chapter
+    shutil.rmtree(tmp_path / cpu)
+    copy_device(cpu, tmp_path, scale="full", drop={"03_reduction"})
+    small = json.loads((RESULTS / cpu / "07_scan.json").read_text()) | {"scale": "small"}
+    (tmp_path / cpu / "07_scan.json").write_text(json.dumps(small))
+    results = ac.load(tmp_path)
+    assert ac.share_refusals(results) == [f"{ac.name(results[cpu])}: no shares for 07_scan, recorded at "
+                                          "the small scale (GPUBOOK_SCALE=full records them)"]
+    assert all(s is None for _, _, s in ac.steps(ac.by_file("07_scan"), results[cpu]))

@@ -180,13 +180,32 @@ def at_full_scale(records, file="00_device"):
     return bool(entry) and entry.get("scale") == "full"
 
 
+def share_refusals(results):
+    """One line per device whose records hold no shares because they ran at small scale:
+    chapter 0 (then none of its limits was reached) or some chapters (then those chapters'
+    figures are not set against the limits). [] where every record ran at full scale."""
+    lines = []
+    for records in results.values():
+        small = [c.file for c in CHAPTERS if c.file in records and not at_full_scale(records, c.file)]
+        if "00_device" in records and not at_full_scale(records):
+            lines.append(f"{name(records)}: no shares of its limits, since its chapter 0 record ran at "
+                         f"the {records['00_device'].get('scale', 'unknown')} scale, too short to reach "
+                         "them (GPUBOOK_SCALE=full records them)")
+        elif small:
+            lines.append(f"{name(records)}: no shares for {', '.join(small)}, recorded at the small scale "
+                         "(GPUBOOK_SCALE=full records them)")
+    return lines
+
+
 def steps(chapter, records):
     """[(step, figure, share of the device's limit or None)]; [] when not recorded.
-    No share where the chapter ran at small scale: its limits were not reached."""
+    No share where the chapter or chapter 0 ran at small scale: neither the step's
+    figure nor the limit is one a run that short reaches."""
     entry = records.get(chapter.file)
     if entry is None:
         return []
-    lim = limits(records) if at_full_scale(records, chapter.file) else None
+    full = at_full_scale(records, chapter.file) and at_full_scale(records)
+    lim = limits(records) if full else None
     bound = chapter.limit.of(lim, entry["data"]) if chapter.limit and lim else None
     return [(s, v, v / bound if bound else None) for s, v in chapter.steps(entry["data"])]
 

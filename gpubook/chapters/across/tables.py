@@ -4,8 +4,8 @@ other, the limits and the machine's curves, and chapter 10's hosts."""
 from ...curves import edge, human_bytes
 from ...peaks import published_peaks
 from ...records import load_results
-from .records import (MACHINE, fmt, headline, limits, mma_roof, name, pct, present, ratios, vendor_entry,
-                      vendor_figure)
+from .records import (MACHINE, at_full_scale, fmt, headline, limits, mma_roof, name, pct, present, ratios,
+                      vendor_entry, vendor_figure)
 
 
 def headline_rows(results):
@@ -95,6 +95,8 @@ LIMIT_ROWS = [  # (quantity, how to read it from chapter 0's record and the data
 ]
 
 
+MEASURED = {label for label, _, _ in LIMIT_ROWS if "measured" in label or "launch" in label or "→" in label}
+
 MMA_ROWS = [  # (quantity, tensor.mma_peak's kind, what it decides)
     ("TF32 mma loop, tensor cores (GFLOP/s)", "tf32", "the roof of chapter 6's steps on tensor cores"),
     ("FP64 mma loop, tensor cores (GFLOP/s)", "f64", "the roof of FP64 products on tensor cores (chapter 8)"),
@@ -115,7 +117,10 @@ def limit_rows(results):
         for r in devices:
             data = r["00_device"]["data"]
             value = read(data, published_peaks(name(r)))
-            cells.append(f"{value:,.2f}" if isinstance(value, float) and value < 100 else fmt(value or None))
+            cell = f"{value:,.2f}" if isinstance(value, float) and value < 100 else fmt(value or None)
+            if value and label in MEASURED and not at_full_scale(r):
+                cell += " (small scale: not a limit)"
+            cells.append(cell)
         rows.append([label] + cells + [decides])
         if label.startswith("FP32 multiply-add"):  # chapter 0 has no FP64; chapter 8 measures it
             fp64 = [r.get("08_lsq", {}).get("data", {}).get("fp64_gflops") for r in devices]
