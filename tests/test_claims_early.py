@@ -60,7 +60,12 @@ def test_chapter0_exercises_hold_on_the_stored_outputs():
 def test_machine_page_claims_hold_on_the_records(slug):
     m = rec(slug, "00_machine")
     facts = dict(m["facts"], l2_bytes=datasheet_value(DEVICES[slug], "l2_bytes"))
-    held(*mc.cache_knee(m["bandwidth_curve"], facts))
+    # as the page reads them: the knee from the rotated sweep from 1 MiB up, where the record
+    # has that sweep (records made after it was added), and the plateau's cause from both
+    rotated = m.get("rotated_curve")
+    held(*mc.cache_knee([r for r in rotated or [] if r["bytes"] >= 2**20] or m["bandwidth_curve"], facts))
+    if rotated is not None:
+        held(mc.plateau_cause(m["bandwidth_curve"], rotated, facts))
     by = {r["stride"]: r["slowdown"] for r in m["local_stride"]}
     held(*mc.banks(by[2], by[32], max(v for s, v in by.items() if s % 2)))
     held(mc.stride_exercise(by[16], by[17], by[32]))

@@ -178,3 +178,20 @@ def test_a_device_without_local_memory_is_refused_clearly():
     (999 * 1024, "999 KiB"), (1.33 * 2**20, "1.33 MiB"), (4325376, "4.12 MiB"), (2**30, "1 GiB")])
 def test_one_unit_formatter_never_writes_an_exponent(n, text):
     assert machine.human_bytes(n) == text
+
+
+def test_the_plateau_claim_tells_l1_reuse_from_the_l2(monkeypatch):
+    from gpubook import show
+    from gpubook.chapters.machine import claims as mc
+    monkeypatch.setattr(show, "glue", lambda **values: None)
+    sizes = [2**k for k in range(12, 31)]
+    wrapped = [{"bytes": n, "rate": 24000.0 if n <= 2**25 else 3000.0} for n in sizes]
+    l1_reuse = [{"bytes": n, "rate": 23000.0 if n <= 2**17 else 9000.0 if n <= 2**25 else 3000.0}
+                for n in sizes]
+    facts = {"l2_bytes": 50 * 2**20, "cache_bytes": 132 * 2**15}
+    c = mc.plateau_cause(wrapped, l1_reuse, facts)
+    assert c.held and "1 MiB to 8 MiB" in c.sentence and "38%" in c.sentence
+    c = mc.plateau_cause(wrapped, wrapped, facts)
+    assert c.held is False and "the plateau is the L2's" in c.sentence
+    c = mc.plateau_cause(wrapped, [], facts)  # a CPU: no rotated sweep
+    assert c.held is None and "GPU order only" in c.sentence and "nan" not in c.sentence
