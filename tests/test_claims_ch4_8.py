@@ -168,6 +168,23 @@ def test_chapter4_exercises_hold_on_the_stored_outputs():
     assert (c.values["rounds2"], c.values["rounds16"]) == (8, 2)  # fast.cl's loop at N = 512
 
 
+@pytest.mark.parametrize("slug", DEVICES)
+def test_chapter4_one_group_limits_hold_on_the_records(slug):
+    d = data(slug, "04_vector_types")
+    fastest = f"fastest config, N = {d['fast']['work_items']}"
+    largest = next(r["variant"] for r in d["examples"] if r["variant"].startswith("same kernel"))
+    cpu = "cpu-skylake-avx512-intel-r-xeon-r-processor"
+    all_hold(*vt.one_group_limits(d["examples"], fastest, largest, d["bound"],
+                                  {cpu: {"data": data(cpu, "04_vector_types")}}))
+
+
+def test_chapter4_one_group_limits_on_a_small_device_say_what_is_missing():
+    rows = [{"variant": "f", "examples": j, "rate": r} for j, r in ((2048, 10.0), (4096, 4.0))]
+    below, slower, swap = vt.one_group_limits(rows, "f", None, [5.0, 5.0], {})
+    assert below.held and slower.held is None and swap.held is None
+    assert "nan" not in (slower.sentence + swap.sentence).lower()
+
+
 def test_chapter4_local_rounds_follow_the_kernel_loop():
     assert [vt.local_rounds(n, 2) for n in (2, 4, 1024)] == [0, 1, 9]
     assert [vt.local_rounds(n, 16) for n in (16, 32, 512, 1024)] == [0, 1, 2, 2]

@@ -55,3 +55,44 @@ def radix_exercise(rates, n):
                  "One of the two radices does not run here", n=n, ratio=r16 / r2 if r2 and r16 else None,
                  ns16=1e9 / r16 if r16 else None, ns2=1e9 / r2 if r2 else None,
                  rounds2=rounds[2], rounds16=rounds[16])
+
+
+def one_group_limits(j_records, fastest, largest, bound, others):
+    """The last section's reading: where the fastest configuration falls below the
+    whole-device bound (`bound`: one rate per J of the sweep), whether the same kernel
+    with the largest group falls more slowly (`largest` None where it did not fit), and
+    whether a recorded CPU run ranks the float4 kernel above the fastest build."""
+    by = {}
+    for r in j_records:
+        by.setdefault(r["variant"], {})[r["examples"]] = r["rate"]
+    js = sorted(by.get(fastest, {}))
+    beaten = [j for j, b in zip(js, bound) if by[fastest][j] < b]
+    below = claim("vt_one_group_below_bound", "crossed > 0",
+                  "The fastest configuration goes below the line at $J$ = {j_cross:,.0f}: from there "
+                  "one work-group is no longer enough, and the iteration has to be spread over many "
+                  "work-groups, paying for a launch (or another way to synchronise them) every iteration",
+                  "The fastest configuration stays above the line up to $J$ = {j_big:,.0f}: one "
+                  "work-group is still enough at every size measured",
+                  crossed=len(beaten), j_cross=beaten[0] if beaten else 0, j_big=js[-1] if js else None)
+    top = js[-1] if js else None
+    big = by.get(largest, {}).get(top) if largest else None
+    slower = claim("vt_larger_group_falls_slower", "big > fast",
+                   "At $J$ = {j:,.0f} the same kernel with the largest group, with more work-items to "
+                   "keep loads in flight, ran {ratio:.2f} times as fast as the fastest configuration",
+                   "At $J$ = {j:,.0f} the same kernel with the largest group ran {ratio:.2f} times as "
+                   "fast as the fastest configuration: more work-items did not keep it ahead",
+                   missing="The same kernel does not fit this device with the largest group",
+                   big=big, fast=by.get(fastest, {}).get(top), j=top,
+                   ratio=big / by[fastest][top] if big and top else None)
+    cpu = next((e for k, e in others.items() if k.startswith("cpu")), None)
+    swap = claim("vt_cpu_swaps", "fast_rate < float4_best",
+                 "On the recorded CPU run the float4 kernel ({float4_best:,.0f} iterations/s) beat "
+                 "the fastest build ({fast_rate:,.0f}): PoCL runs the whole work-group on one core, one "
+                 "work-item after another between barriers, with no warps to exchange registers, and "
+                 "registers are not a CPU's scarce resource",
+                 "On the recorded CPU run the fastest build ({fast_rate:,.0f} iterations/s) kept ahead of "
+                 "the float4 kernel ({float4_best:,.0f})",
+                 missing="No CPU run of this chapter is recorded",
+                 fast_rate=cpu["data"]["fast_rate"] if cpu else None,
+                 float4_best=cpu["data"]["float4_best"] if cpu else None)
+    return below, slower, swap
