@@ -26,7 +26,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 COLUMN_PX = 676        # CSS px of an output cell's width at a 1,280 px window
-FULL_PX = 920          # a full-width cell's, at the same window (the theme: 136%)
+FULL_PX = 919          # a full-width cell's, at the same window (136% of the column)
 DPI = 140              # PNG pixels per inch (fig.dpi: the inline backend saves at it)
 COLUMN_IN = 6.4        # a column figure: 896 natural px, shown at ~0.75
 FULL_IN = 9.0          # a full-width figure: 1,260 natural px, shown at ~0.73
