@@ -166,3 +166,37 @@ def test_every_device_failing_is_an_error_naming_them(lanes, data, monkeypatch):
         monkeypatch.setattr(stream, "add", lambda rows_x: (_ for _ in ()).throw(cl.MemoryError("no memory")))
     with pytest.raises(RuntimeError, match="every device failed.*no memory"):
         mc.run(x, 2)
+
+
+def test_the_sum_on_a_device_matches_float64(lanes):
+    n, m = 131, 1000
+    parts = _parts(n, 3)
+    total = sums.DeviceSum(lanes[0], n)
+    for s, col in parts:
+        total.add(s, col)
+    s, col = total.total()  # unscaled, before the finish scales it in place
+    assert np.allclose(s, sum(p.astype(np.float64) for p, _ in parts), rtol=0, atol=1e-9)
+    c = total.finish(m)
+    assert np.allclose(c, _want(parts, m), rtol=0, atol=1e-12) and c.dtype == np.float64
+    total.start()  # a new sum forgets the last, and all at once equals one by one
+    assert np.array_equal(total.add_all(parts, m), c)
+    assert [label for label, *_ in total.spans] == ["add", "finish on the device"]
+    with pytest.raises(ValueError, match="shape"):
+        total.add(np.zeros((9, 9), np.float32), np.zeros(9))
+    total.close()
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_the_covariance_summed_on_a_device_matches(lanes, data, overlap):
+    x, ref = data
+    mc = _cov(lanes, x)
+    mc.threads = "device"
+    c = mc.run(x, 2, overlap=overlap)
+    assert isinstance(mc.sum, sums.DeviceSum) and cv.error(c, ref) < TOL and np.array_equal(c, c.T)
+    mc.threads = 1  # back to the host: the same result within float64 rounding
+    assert np.allclose(mc.run(x, 2), c, rtol=0, atol=1e-12 * np.abs(c).max())
+
+
+def test_time_options_with_lanes_times_the_device_sum(lanes):
+    found = sums.time_options(_parts(64, 3), 100, repeats=1, counts=[1], lanes=lanes)
+    assert set(found) == {(1, False), (1, True), ("device", False)} and all(v > 0 for v in found.values())

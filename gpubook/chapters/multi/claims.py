@@ -16,7 +16,7 @@ def _several(g, value):
 def sum_claims(sum_s):
     """The ways of summing once every partial is in: the fastest thread count
     against one thread, and the lower triangle against the whole matrix."""
-    full = {t: v * 1e3 for (t, tri), v in sum_s.items() if not tri}
+    full = {t: v * 1e3 for (t, tri), v in sum_s.items() if not tri and t != "device"}
     best = min(full, key=full.get)
     tri = next(v * 1e3 for (t, tr), v in sum_s.items() if tr)
     return [
@@ -32,6 +32,20 @@ def sum_claims(sum_s):
               failed="the lower triangle alone is faster ({tri:.1f} against {best:.1f} ms): it adds "
                      "half of each partial, and mirroring the result once costs less than the half it "
                      "saves")]
+
+
+def device_claim(sum_s):
+    """The float64 sum on one device (sums.DeviceSum) against the host's fastest way."""
+    host = min(v for (t, _), v in sum_s.items() if t != "device") * 1e3
+    device = sum_s.get(("device", False))
+    return claim("claim_device", "device < host", host=host, device=None if device is None else device * 1e3,
+                 missing="No device here adds in double precision, so the host sums",
+                 held="On one device the sum takes {device:.1f} ms against the host's {host:.1f} ms: the "
+                      "partials cross to it at the copy engines' rate and are added at its memory's, and "
+                      "only the float64 result crosses back",
+                 failed="On one device the sum takes {device:.1f} ms, no less than the host's {host:.1f} ms: "
+                        "every partial must cross to that device, and the float64 result back, which "
+                        "costs more than the host's cores take to add them where they already are")
 
 
 def overlap_claim(g, left_ms, before_ms):

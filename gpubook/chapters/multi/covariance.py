@@ -14,7 +14,7 @@ from ...kernels import kernel
 from ...stream import Stream, blocks
 from ...timeline import spans
 from .lanes import THREADS, Work, in_threads, check_rows
-from .sums import Sum
+from .sums import DeviceSum, Sum
 
 
 def stream_blocks(stream, work, worker, read):
@@ -33,7 +33,8 @@ def stream_blocks(stream, work, worker, read):
 class Covariance:
     """Chapter 6's streamed covariance over several devices: one `Stream` per
     device, row blocks taken from a shared queue, partial sums against one shift
-    added on the host in float64 (`sums.Sum`) over `threads` host threads: all
+    added in float64 on the host (`sums.Sum`) over `threads` host threads, or
+    on the first device (`sums.DeviceSum`, threads="device"): all
     in one pass after the last device (overlap=False), or each as soon as its
     device is done (overlap=True)."""
 
@@ -53,7 +54,8 @@ class Covariance:
             out = self.out
             if self.sum is not None:
                 self.sum.close()
-            self.sum = Sum(self.n, self.threads, self.triangle, out)
+            self.sum = (DeviceSum(self.lanes[0], self.n) if self.threads == "device"
+                        else Sum(self.n, self.threads, self.triangle, out))
         self.sum.start()
         return self.sum
 

@@ -92,13 +92,27 @@ class Work:
         return [[item for w, item in self.taken if w == k] for k in range(workers)]
 
 
+_pools = {}  # count -> a pool of that many threads, kept: no thread start-up per run
+_pools_lock = threading.Lock()
+
+
 def in_threads(fn, count):
-    """fn(0), ..., fn(count - 1), each in its own thread; their results in order.
-    The first error raised in a thread is raised here."""
+    """fn(0), ..., fn(count - 1), each in its own thread (of a pool of `count`
+    threads kept from call to call, so that a run pays no thread start-up);
+    their results in order. The first error raised in a thread is raised here.
+    Calls from several threads at once (a pool's own, too) each get a new pool."""
     if count == 1:
         return [fn(0)]
-    with ThreadPoolExecutor(count) as pool:
+    with _pools_lock:
+        pool = _pools.pop(count, None) or ThreadPoolExecutor(count)
+    try:
         return list(pool.map(fn, range(count)))
+    finally:
+        with _pools_lock:
+            if count in _pools:
+                pool.shutdown(wait=False)
+            else:
+                _pools[count] = pool
 
 
 def check_rows(ranges, m):

@@ -14,6 +14,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pyopencl as cl
+
+from ... import launch
 
 
 def host_threads():
@@ -158,32 +161,130 @@ class Sum:
             self.pool = None
 
 
+class DeviceSum:
+    """The same sum on one device, in double precision (kernels/multi/partials.cl):
+    each partial copied to the device as it comes (float32) and added there,
+    C finished there and read back once into page-locked memory. The device
+    has its own context, so every partial crosses to it from the host, even
+    those of its own lane. Same interface as Sum; `threads` is "device"."""
+
+    threads, triangle = "device", False
+
+    def __init__(self, lane, n, out=None):
+        from ...device import pinned_empty, require_fp64
+        from ...kernels import kernel
+
+        require_fp64(lane.device)
+        self.n, self.lane = n, lane
+        ctx = lane.ctx
+        self.queue = cl.CommandQueue(ctx, lane.device)
+        mf = cl.mem_flags
+        self.acc = cl.Buffer(ctx, mf.READ_WRITE, 8 * n * n)
+        self.part = cl.Buffer(ctx, mf.READ_ONLY, 4 * n * n)
+        self.d = cl.Buffer(ctx, mf.READ_ONLY, 8 * n)
+        self.add_k = kernel(ctx, "multi/partials.cl", "add_partial")
+        self.finish_k = kernel(ctx, "multi/partials.cl", "finish")
+        self.out = pinned_empty(ctx, self.queue, (n, n), np.float64) if out is None else out
+        if self.out.shape != (n, n) or self.out.dtype != np.float64:
+            raise ValueError(f"out is {self.out.dtype} {self.out.shape}, not float64 {(n, n)}")
+        self._lock = threading.Lock()
+        self.start()
+
+    def start(self):
+        self.count, self.cols, self.spans = 0, [], []
+
+    def add(self, s, col, label="add"):
+        self.add_all([(s, col)], label=label)
+
+    def add_all(self, parts, m=None, label="add"):
+        if not parts and m is not None:
+            return self.finish(m)
+        n, t0 = self.n, time.perf_counter_ns()
+        with self._lock:
+            for s, col in parts:
+                if s.shape != (n, n):
+                    raise ValueError(f"a partial of shape {s.shape} for a sum of {(n, n)}")
+                cl.enqueue_copy(self.queue, self.part, np.ascontiguousarray(s, np.float32))
+                launch.enqueue(self.queue, self.add_k, (n * n,), (256,), self.acc, self.part,
+                               np.int32(self.count == 0), np.int32(n * n))
+                self.count += 1
+                self.cols.append(np.asarray(col, np.float64))
+            self.queue.finish()
+        self.spans.append((label, t0, time.perf_counter_ns()))
+        return self.out if m is None else self.finish(m)
+
+    def total(self):
+        """(Σ S, Σ column sums) so far, unscaled, read back from the device."""
+        if not self.count:
+            raise ValueError("no partial was added")
+        s = np.empty((self.n, self.n))
+        cl.enqueue_copy(self.queue, s, self.acc)
+        return s, np.sum(self.cols, axis=0)
+
+    def finish(self, m):
+        """C = S/m - d dᵀ on the device, read back into `out`; returns it."""
+        if not self.count:
+            raise ValueError("no partial was added")
+        t0, n = time.perf_counter_ns(), self.n
+        d = np.sum(self.cols, axis=0) / m
+        cl.enqueue_copy(self.queue, self.d, d)
+        launch.enqueue(self.queue, self.finish_k, (n, n), (64, 4), self.acc, self.d, np.float64(1.0 / m),
+                       np.int32(n))
+        cl.enqueue_copy(self.queue, self.out, self.acc)
+        self.spans.append(("finish on the device", t0, time.perf_counter_ns()))
+        return self.out
+
+    def close(self):
+        for buf in (self.acc, self.part, self.d):
+            buf.release()
+
+
 def thread_counts(cores=None):
     """1, 2, 4, ... up to the host's cores, and the cores themselves."""
     cores = cores or host_threads()
     return sorted({1 << k for k in range(cores.bit_length()) if 1 << k <= cores} | {cores})
 
 
-def time_options(parts, m, repeats=3, counts=None):
+def time_options(parts, m, repeats=3, counts=None, lanes=None):
     """{(threads, triangle): median seconds} of the host sum of these partials
     once every one is in, in one pass (Sum.add_all): the whole matrix on each
     of `counts` threads (thread_counts() unless given), then the lower triangle
-    on the fastest of those. Each way sums into its own matrix, its first touch
-    paid in an untimed first pass."""
+    on the fastest of those; given `lanes` (multi.Lane) whose first device has
+    fp64, also ("device", False): DeviceSum on that device, the partials first
+    copied into page-locked memory of the lanes in turn, as a run's read-backs
+    leave them. Each way sums into its own matrix, its first touch paid in an
+    untimed first pass."""
     n = parts[0][0].shape[0]
 
-    def once(threads, triangle):
-        total = Sum(n, threads, triangle)
+    def timed(total):
         times = []
         for _ in range(repeats + 1):
             total.start()
             t0 = time.perf_counter()
-            total.add_all(parts, m)
+            total.add_all(todo, m)
             times.append(time.perf_counter() - t0)
         total.close()
         return float(np.median(times[1:]))
 
-    found = {(t, False): once(t, False) for t in (counts or thread_counts())}
+    todo = parts
+    found = {(t, False): timed(Sum(n, t, False)) for t in (counts or thread_counts())}
     best = min(found, key=found.get)[0]
-    found[(best, True)] = once(best, True)
+    found[(best, True)] = timed(Sum(n, best, True))
+    if lanes and lanes[0].device.double_fp_config:
+        from ...device import pinned_empty
+
+        pinned = []
+        for k, (s, col) in enumerate(parts):
+            lane = lanes[k % len(lanes)]
+            host = pinned_empty(lane.ctx, lane.queue, s.shape)
+            np.copyto(host, s)
+            pinned.append((host, lane))
+        todo = [(host, col) for (host, _), (_, col) in zip(pinned, parts)]
+        total = DeviceSum(lanes[0], n)
+        try:
+            found[("device", False)] = timed(total)
+        finally:
+            total.out.base.release(total.queue)
+            for host, lane in pinned:
+                host.base.release(lane.queue)
     return found
