@@ -68,6 +68,7 @@ def test_machine_page_claims_hold_on_the_records(slug):
         held(mc.plateau_cause(m["bandwidth_curve"], rotated, facts))
     by = {r["stride"]: r["slowdown"] for r in m["local_stride"]}
     held(*mc.banks(by[2], by[32], max(v for s, v in by.items() if s % 2)))
+    held(mc.banks_line(by))
     held(mc.stride_exercise(by[16], by[17], by[32]))
 
 

@@ -195,3 +195,15 @@ def test_the_plateau_claim_tells_l1_reuse_from_the_l2(monkeypatch):
     assert c.held is False and "the plateau is the L2's" in c.sentence
     c = mc.plateau_cause(wrapped, [], facts)  # a CPU: no rotated sweep
     assert c.held is None and "GPU order only" in c.sentence and "nan" not in c.sentence
+
+
+def test_the_bank_line_reads_the_stride_curve(monkeypatch):
+    from gpubook import show
+    from gpubook.chapters.machine import claims as mc
+    monkeypatch.setattr(show, "glue", lambda **values: None)
+    line = {1: 1.0, **{w: 0.1 + 0.6 * w for w in (2, 4, 8, 16, 32)}}
+    c = mc.banks_line(line)
+    assert c.held and "0.60 of stride 1's" in c.sentence and "gives 0.70 of it" in c.sentence
+    flat = {1: 1.0, **{w: 1.0 for w in (2, 4, 8, 16, 32)}}  # no banks (a CPU)
+    assert mc.banks_line(flat).held is False
+    assert mc.banks_line({1: 1.0, 2: 1.4}).held is None

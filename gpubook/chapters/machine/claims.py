@@ -230,3 +230,30 @@ def plateau_cause(wrapped, rotated, facts):
                  missing="the rotated sweep runs in the GPU order only (or no working set lies between "
                          "1 MiB and a quarter of the L2 here), so the plateau's cache is not told apart",
                  ratio=ratio, wrap_gbs=wrap_gbs, rot_gbs=rot_gbs)
+
+
+def banks_line(by_stride):
+    """The machine page: the stride curve at 2, 4, ..., 32 ways against a straight line in
+    the number of turns (least squares), and what the line says of stride 1.
+    by_stride: {stride: time relative to stride 1}."""
+    ways = [w for w in (2, 4, 8, 16, 32) if w in by_stride]
+    if len(ways) < 3:
+        return claim("banks_linear", "worst < 0.1", "", "", missing="the sweep did not reach 2 to 32 ways",
+                     worst=None)
+    mean_w, mean_t = sum(ways) / len(ways), sum(by_stride[w] for w in ways) / len(ways)
+    slope = (sum((w - mean_w) * (by_stride[w] - mean_t) for w in ways)
+             / sum((w - mean_w) ** 2 for w in ways))
+    base = mean_t - slope * mean_w
+    worst = max(abs(base + slope * w - by_stride[w]) / by_stride[w] for w in ways)
+    return claim("banks_linear", "worst < 0.1 and 0.2 < slope < 0.9",
+                 "From 2 to 32 ways the time is a straight line in the number of turns the banks take "
+                 "(within {worst:.0%} at every power of two): each turn costs {slope:.2f} of stride 1's "
+                 "time. For one turn the line gives {line1:.2f} of it, yet stride 1 took all of it: there "
+                 "something other than the banks sets the time (the loop's other instructions), and the "
+                 "model's ratios, which divide by that time, come out at {slow2:.2f} and {slow32:.1f} "
+                 "instead of 2 and 32",
+                 "From 2 to 32 ways the time is not a straight line of slope between 0.2 and 0.9 in the "
+                 "number of turns (off by {worst:.0%} at worst, {slope:.2f} of stride 1's time per turn): the "
+                 "model's count of turns does not explain the measured ratios here",
+                 worst=worst, slope=slope, line1=base + slope,
+                 slow2=by_stride.get(2), slow32=by_stride.get(32))
