@@ -28,7 +28,9 @@ def plot_timeline(rows, title, device_name, ax=None, min_width=0.003):
     so that every label in the legend has a bar one can see; each label has
     one legend entry, on one of its bars."""
     if ax is None:
-        _, ax = plt.subplots(figsize=(9, 2.2 + 0.5 * len({r[0] for r in rows})))
+        from .plot import new_figure  # the book's sizes (gpubook/plot.py)
+
+        _, ax = new_figure(height=2.2 + 0.5 * len({r[0] for r in rows}), full=True)
     lanes = list(dict.fromkeys(r[0] for r in rows))
     labels = list(dict.fromkeys(r[1] for r in rows))
     colours = {label: f"C{i}" for i, label in enumerate(labels)}

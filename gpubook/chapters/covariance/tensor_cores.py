@@ -16,6 +16,7 @@ from ... import launch, tensor, tf32
 from ...device import fp64_missing, has_fp64
 from ...kernels import KernelBuildError
 from ...launch import LaunchError
+from ...plot import new_figure
 from ... import xtx
 from .incore import Covariance
 
@@ -193,8 +194,7 @@ def draw_split(x=np.float32(np.e), source="NumPy's bit arithmetic, as the kernel
     each of the four products of the split is, against float32's rounding."""
     rows = split_rows(x)
     sizes = product_sizes()
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 3.4), gridspec_kw={"width_ratios": [2.3, 1]})
-    fig.patch.set_facecolor("white")
+    fig, (ax, bx) = new_figure(1, 2, height=3.4, full=True, gridspec_kw={"width_ratios": [2.3, 1]})
     colours = {"x, float32": "0.75", "TF32 truncated": "C3", "hi = tf32(x)": "C0", "lo = tf32(x − hi)": "C1"}
     for r, (name, bits, value) in enumerate(rows):
         y = len(rows) - 1 - r
