@@ -152,6 +152,12 @@ def test_chapter3_short_arrays_hold_on_the_records(slug):
                          rec(slug, "00_device")["limits"]["launch_us"], small))
     full = {x["variant"]: x["rate"] for x in r["sweep"] if x["floats"] == r["n"]}
     held(rc.short_falls([x["rate"] for x in rows], [full[x["variant"]] for x in rows]))
+    t = {(x["variant"], x["floats"]): x["median_s"] for x in r["sweep"]}
+    n, lib = r["n"], "pyopencl.array.sum"
+    h2d = rec(slug, "00_device")["limits"]["h2d_gbs"]
+    held(*rc.baselines(t[lib, small] / t["5_unrolled", small], t[lib, n] / t["5_unrolled", n],
+                       t["5_unrolled", n], r["numpy_s"], 4 * n / 1e9 / h2d,
+                       rec("cpu-skylake-avx512-intel-r-xeon-r-processor", "03_device_reduction")))
 
 
 @pytest.mark.parametrize("slug", DEVICES)

@@ -102,6 +102,8 @@ def grid(gbs1, gbs8, nbytes, l2_bytes, full_gbs4, launch_us):
               "per launch, at {share:.0%} of step 4's rate at the full length. Fixed costs weigh here, "
               "and Little's law, which is about streaming from device memory, is not what this run tests",
               "and the sum ran at {share:.0%} of step 4's rate at the full length",
+              missing="chapter 0 recorded no launch cost for this device, so the sum's time is not set "
+                      "against it",
               gbs8=gbs8, full_gbs4=full_gbs4, t8_us=t8_us, launch_us=launch_us, share=gbs8 / full_gbs4),
     ]
 
@@ -118,7 +120,7 @@ def short_arrays(rates, times_us, launch_us, floats):
                  "At {floats:,.0f} floats a sum took {t_lo:.0f} to {t_hi:.0f} µs, against "
                  "chapter 0's {launch_us:.1f} µs per launch, and the five steps ran "
                  "{spread:.2f}× apart: the kernels still differ at that length",
-                 missing="chapter 0 recorded no launch cost for this device, so the shortest "
+                 missing="Chapter 0 recorded no launch cost for this device, so the shortest "
                          "sums are not set against it",
                  spread=spread, floats=floats, t_lo=min(times_us), t_hi=max(times_us),
                  launch_us=launch_us)
@@ -144,3 +146,39 @@ def flattening(rate_max, rate_quarter, n_max):
                  "rate rose {ratio:.2f}×",
                  rate_max=rate_max, rate_quarter=rate_quarter, n_max=n_max, n_quarter=n_max / 4,
                  ratio=rate_max / rate_quarter if rate_quarter else None)
+
+
+def baselines(short_ratio, full_ratio, step5_s, numpy_s, bus_s, cpu):
+    """The baselines' reading: pyopencl.array.sum's time over step 5's at the shortest
+    and at the full length; step 5 against np.sum, with the array's trip over the bus
+    (`bus_s`, None where chapter 0 recorded no bus rate) added; and a recorded CPU run's
+    step 5 against its np.sum (`cpu`: that record's data, or None)."""
+    behind = claim("red_lib_behind_short", "short_ratio > full_ratio",
+                   "At the shortest length `pyopencl.array.sum` took {short_ratio:.1f}× step 5's time, "
+                   "against {full_ratio:.2f}× at the full length: the host runs more Python "
+                   "between its two kernels (and allocates their intermediate array) while the device waits",
+                   "At the shortest length `pyopencl.array.sum` took {short_ratio:.2f}× step 5's time, "
+                   "against {full_ratio:.2f}× at the full length: its share does not grow as the array "
+                   "shrinks",
+                   short_ratio=short_ratio, full_ratio=full_ratio)
+    bus = claim("red_bus_still_faster", "bus_s + step5_s < numpy_s",
+                "Step 5 is {vs_numpy:,.0f}× faster than np.sum when the data already live on the device, "
+                "and still faster if they must first cross the bus",
+                "Step 5 is {vs_numpy:,.1f}× faster than np.sum when the data already live on the device, "
+                "but not once they must first cross the bus",
+                missing="Chapter 0 recorded no bus rate for this device, so the trip over the bus is not "
+                        "counted",
+                bus_s=bus_s, step5_s=step5_s, numpy_s=numpy_s, vs_numpy=numpy_s / step5_s)
+    n = cpu["n"] if cpu else None
+    at = {r["variant"]: r["median_s"] for r in cpu["sweep"] if r["floats"] == n} if cpu else {}
+    cpu_c = claim("red_cpu_step5_vs_numpy", "step5_gbs > numpy_gbs",
+                  "On the recorded CPU run (PoCL) step 5 read {step5_gbs:.1f} GB/s and np.sum "
+                  "{numpy_gbs:.1f} GB/s: the kernel's work-groups spread over every core, where np.sum "
+                  "adds on one",
+                  "On the recorded CPU run (PoCL) np.sum read {numpy_gbs:.1f} GB/s and step 5 "
+                  "{step5_gbs:.1f} GB/s: with no separate memory to stream from, NumPy's loop on one "
+                  "core wins",
+                  missing="No other CPU run of this chapter is recorded",
+                  step5_gbs=4 * n / at["5_unrolled"] / 1e9 if at.get("5_unrolled") else None,
+                  numpy_gbs=4 * n / cpu["numpy_s"] / 1e9 if cpu else None)
+    return behind, bus, cpu_c
