@@ -13,7 +13,7 @@ from .host import host_baseline
 from .kernels import KernelBuildError, build, kernel, show_diff, show_kernel
 from .launch import LaunchError
 from .limits import copy_gbs, fp32_gflops, fp64_gflops, h2d_gbs
-from .plot import plot_sweep, plot_time_bars
+from .plot import new_figure, plot_sweep, plot_time_bars
 from .records import device_slug, load_results, other_devices, record, recorded_limits
 from .resources import arch_limits, kernel_resources, occupancy, ptx_lines, resource_table
 from .scale import scale
@@ -27,7 +27,7 @@ __all__ = [
     "require_fp64",
     "KernelBuildError", "build", "kernel", "show_diff", "show_kernel", "LaunchError", "launch",
     "copy_gbs", "fp32_gflops", "fp64_gflops", "h2d_gbs",
-    "plot_sweep", "plot_time_bars", "TileError", "tile_label",
+    "new_figure", "plot_sweep", "plot_time_bars", "TileError", "tile_label",
     "device_slug", "load_results", "other_devices", "record", "recorded_limits",
     "arch_limits", "kernel_resources", "occupancy", "ptx_lines", "resource_table",
     "scale", "answer", "glue", "markdown_table", "show_code", "host_baseline", "claim",
