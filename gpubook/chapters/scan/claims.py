@@ -56,18 +56,20 @@ def look_exercise(times):
     """Exercise 2: the single pass with look-back windows of 1, 4 and the widest ({LOOK: seconds})."""
     wide = max(times)
     saved = times[1] - times[wide]
-    most = _said("scan_ex2_four_most", "share > 0.5",
+    most = _said("scan_ex2_four_most", "saved > 0 and share > 0.5",
                  "LOOK = 4 took {r4:.2f}× and LOOK = 1 {r1:.2f}× the time of LOOK = {wide:.0f}: a window of "
                  "4 saved {share:.0%} of what a window of {wide:.0f} saved over 1",
                  "LOOK = 4 took {r4:.2f}× and LOOK = 1 {r1:.2f}× the time of LOOK = {wide:.0f}: a window of "
-                 "4 saved only {share:.0%} of what a window of {wide:.0f} saved over 1",
+                 "4 saved only {share:.0%} of what a window of {wide:.0f} saved over 1 (a share of "
+                 "nothing where the widest window saved nothing)",
                  "The windows did not all run here", wide=wide, r4=times[4] / times[wide],
-                 r1=times[1] / times[wide], share=(times[1] - times[4]) / saved if saved > 0 else None)
+                 r1=times[1] / times[wide], saved=saved,
+                 share=(times[1] - times[4]) / saved if saved > 0 else 0.0)
     further = _said("scan_ex2_wider_pays", "r4 > 1.05",
                     "The widest window was still {r4:.2f}× faster than 4: the tiles a work-group waits on "
                     "reach further back than 4, and reading their flags at once saves round trips",
-                    "The widest window was within 5% of 4 ({r4:.2f}×): 4 tiles cover those a work-group "
-                    "waits on, and a wider window adds nothing",
+                    "LOOK = 4 took {r4:.2f}× the time of the widest window, not more than 5% longer: "
+                    "4 tiles cover those a work-group waits on, and a wider window adds nothing",
                     "The windows did not all run here", r4=times[4] / times[wide])
     return most, further
 
