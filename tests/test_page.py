@@ -105,3 +105,18 @@ def test_kernel_listings_and_diffs_fit_the_column(path):
             code = md.split("```", 1)[-1]
             long = [line for line in code.splitlines() if len(line) > MAX_COLUMNS]
             assert not long, f"{path.name}: show_{kind}{tuple(names)} prints {len(long)} long lines: {long[:2]}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_figures_take_the_book_sizes(path):
+    """A figure a notebook draws itself comes from gb.new_figure (gpubook/plot.py: the
+    column's or the full width, legible on the site), never from a figsize or font
+    size typed by hand."""
+    from gpubook.plot import MIN_POINTS
+
+    for i, cell in enumerate(cells(path)):
+        if cell.cell_type != "code":
+            continue
+        assert "figsize=" not in cell.source, f"{path.name}, cell {i}: a figsize by hand; use gb.new_figure"
+        small = [float(s) for s in re.findall(r"fontsize=([0-9.]+)", cell.source) if float(s) < MIN_POINTS]
+        assert not small, f"{path.name}, cell {i}: font sizes {small} below {MIN_POINTS} pt"
