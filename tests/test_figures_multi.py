@@ -44,3 +44,20 @@ def test_amdahl_and_the_weak_scaling_figure():
     labels = ax.get_legend_handles_labels()[1]
     assert "ideal (flat)" in labels and "Amdahl, measured serial part" in labels
     plt.close(fig)
+
+
+@pytest.mark.parametrize("devices", [1, 2, 5, 8])
+def test_the_figures_are_legible_for_any_number_of_devices(devices):
+    from gpubook.plot import check_legible
+
+    work = multi.Work(blocks(64 * 16_384, 16_384))
+    multi.in_threads(lambda k: [None for _ in iter(lambda: work.take(k), None)], devices)
+    names = [f"{k}: NVIDIA H100 80GB HBM3" for k in range(devices)]
+    check_legible(mf.draw_taken(work.by_worker(devices), names), "blocks taken")
+    counts = list(range(1, devices + 1))
+    check_legible(mf.scaling_figure(counts, counts, counts, mf.amdahl(0.05, counts), counts,
+                                    "Streamed covariance, 17.2 GB", "Subset search, 3.70 billion subsets",
+                                    f"{devices} × NVIDIA H100 80GB HBM3"), "strong scaling")
+    check_legible(mf.weak_figure(counts, [100.0] * devices, [90.0] * devices, 262_144,
+                                 "Weak scaling of the streamed covariance\n4 × NVIDIA H100"), "weak scaling")
+    plt.close("all")

@@ -7,6 +7,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
+from ...plot import new_figure
+
 LABELLED = 48          # blocks up to which each one carries its number
 
 
@@ -38,17 +40,19 @@ def draw_taken(taken, names=None, title="Blocks of rows taken from the shared qu
         raise ValueError(f"{len(names)} names for {devices} devices")
     m = max(i0 + rows for _, i0, rows, _ in blocks)
     count = len(blocks)
-    fig, (top, lanes) = plt.subplots(2, 1, figsize=(10, 1.9 + 0.45 * devices),
-                                     gridspec_kw={"height_ratios": [1, 0.25 + 0.45 * devices]})
+    fig, (top, lanes) = new_figure(2, 1, height=2.2 + 0.4 * devices,
+                                   gridspec_kw={"height_ratios": [1, 0.25 + 0.45 * devices]})
     for d, i0, rows, n in blocks:
         top.add_patch(Rectangle((i0, 0), rows, 1, facecolor=_colour(d), edgecolor="white", linewidth=0.8))
         if count <= LABELLED:
             top.text(i0 + rows / 2, 0.5, str(n), ha="center", va="center", fontsize=7)
     top.set_xlim(0, m)
+    top.xaxis.set_major_locator(plt.MaxNLocator(5))
+    top.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:,.0f}"))
     top.set_ylim(0, 1)
     top.set_yticks([])
     top.set_xlabel("row of the data (the queue hands out blocks in this order)")
-    top.set_title(f"{title}: {count} blocks, {devices} device{'s' * (devices > 1)}", fontsize=10)
+    top.set_title(f"{title}: {count} blocks, {devices} device{'s' * (devices > 1)}")
 
     width = max(len(b) for b in taken) or 1
     for d, mine in enumerate(taken):
@@ -65,12 +69,11 @@ def draw_taken(taken, names=None, title="Blocks of rows taken from the shared qu
     lanes.set_ylim(0, devices)
     lanes.set_yticks(np.arange(devices) + 0.5, names[::-1], fontsize=8)
     lanes.set_xticks([])
-    lanes.set_xlabel("blocks in the order each device took them (numbers: place in the queue)")
+    lanes.set_xlabel("blocks in the order each device took them"
+                     + " (numbers: place in the queue)" * (count <= LABELLED))
     for spine in ("top", "right"):
         lanes.spines[spine].set_visible(False)
     fig.tight_layout()
-    fig.patch.set_facecolor("white")
-    fig.patch.set_alpha(1.0)
     return fig
 
 
@@ -85,9 +88,9 @@ def plot_speedup(ax, counts, speedups, bound, title, amdahl=None):
     ax.set_xticks(counts)
     ax.set_xlabel("devices used")
     ax.set_ylabel("speed-up over one device (×)")
-    ax.set_title(title, fontsize=11)
+    ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend()
     return ax
 
 
@@ -102,10 +105,30 @@ def plot_weak(ax, counts, times_ms, bound_ms, rows_each, title):
     ax.set_ylim(0, max(max(times_ms), max(bound_ms)) * 1.2)
     ax.set_xlabel(f"devices used, {rows_each:,} rows each")
     ax.set_ylabel("time (ms)")
-    ax.set_title(title, fontsize=11)
+    ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(loc="lower right")
     return ax
+
+
+def scaling_figure(counts, cov_speedups, cov_bound, amdahl_line, sub_speedups, cov_title, sub_title,
+                   group):
+    """Strong scaling of both jobs side by side (the book's full width): speed-up
+    against the devices that ran, with the ideal, the bounds and Amdahl's law."""
+    fig, axes = new_figure(1, 2, height=3.8, full=True, sharey=True)
+    plot_speedup(axes[0], counts, cov_speedups, cov_bound, cov_title, amdahl=amdahl_line)
+    plot_speedup(axes[1], counts, sub_speedups, counts, sub_title)
+    fig.suptitle(group)
+    fig.tight_layout()
+    return fig
+
+
+def weak_figure(counts, times_ms, bound_ms, rows_each, title):
+    """Weak scaling in the column: time against the devices that ran."""
+    fig, ax = new_figure(height=3.8)
+    plot_weak(ax, counts, times_ms, bound_ms, rows_each, title)
+    fig.tight_layout()
+    return fig
 
 
 def amdahl(serial_fraction, counts):
