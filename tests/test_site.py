@@ -236,7 +236,8 @@ MEASURE = SHOWN + """window.addEventListener('load', () => { setTimeout(() => {
   const seen = e => !!e && e.checkVisibility({contentVisibilityAuto: true}) && shown(e);
   const imgs = [...document.querySelectorAll('.cell_output img')].map(i => ({
     src: i.getAttribute('src'), natural: i.naturalWidth, shown: i.getBoundingClientRect().width,
-    full: !!i.closest('.full-width, .tag_full-width, .tag_full_width')}));
+    full: !!i.closest('.full-width, .tag_full-width, .tag_full_width'),
+    zoom: !!i.closest('a') && i.closest('a').href === i.src}));
   const code = [...document.querySelectorAll('.cell_input pre, .cell_output div[class*="highlight-"] pre')]
     .filter(p => !p.closest('[class*="highlight-myst-ansi"], [class*="highlight-none"]'));
   const long = code.flatMap(p => p.textContent.split('\\n')).filter(l => l.length > %d)
@@ -289,11 +290,15 @@ needs_chromium = pytest.mark.skipif(find_chromium() is None,
 @pytest.mark.parametrize("page", CHAPTER_PAGES)
 def test_figures_are_shown_near_their_natural_width(page, tmp_path_factory):
     """No output figure shrinks below 70% of its natural width (50% in a full-width
-    cell): a figure drawn at gpubook.plot's sizes keeps its text >= 9 CSS px."""
+    cell): a figure drawn at gpubook.plot's sizes keeps its text >= 9 CSS px. Each
+    opens at full size on a tap."""
     imgs = measured(page, tmp_path_factory)["imgs"]
     small = [f"{i['src']}: {i['shown']:.0f} of {i['natural']} px" for i in imgs
              if i["natural"] and i["shown"] / i["natural"] < (MIN_SCALE_FULL if i["full"] else MIN_SCALE)]
     assert not small, f"{page}: {len(small)} figures shown too small, e.g. {small[:3]}"
+    # on a phone a tap opens the figure at full size (_static/gpubook.js)
+    unlinked = [i["src"] for i in imgs if not i["zoom"]]
+    assert not unlinked, f"{page}: figures without a link to their file: {unlinked[:3]}"
 
 
 @needs_chromium
