@@ -80,3 +80,21 @@ def test_chapter_9_figures_are_legible():
         got = gp.check_legible(fig, "plot_rooflines")
         assert not got["full"], got  # one panel per figure, a column wide
     gp.check_legible(ap.plot_roofline(results), "plot_roofline")
+
+
+def test_no_figure_is_sized_by_hand():
+    """Only gpubook/plot.py sets a figure's size: every other module draws through
+    new_figure / new_plain_figure (fonts below MIN_POINTS are caught the same way)."""
+    import pathlib
+    import re
+
+    package = pathlib.Path(gp.__file__).parent
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path.name == "plot.py" and path.parent == package:
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            small = [float(s) for s in re.findall(r"fontsize=([0-9.]+)", line) if float(s) < gp.MIN_POINTS]
+            if "figsize=" in line or small:
+                found.append(f"{path.relative_to(package)}:{n}")
+    assert not found, f"figures sized or lettered by hand: {found}"
