@@ -72,16 +72,61 @@ def fp32_gflops(ctx, queue, device):
     return _fma_gflops(ctx, queue, device, np.float32)
 
 
+FMA_WIDTHS = (1, 2, 4, 8, 16)
+
+
+def fma_kernel(ctx, iters, dtype=np.float32, vec=1):
+    """Chapter 0's eight FMA chains per work-item, ITERS steps each, in float or double,
+    each chain a vector of `vec` lanes (one kernel source, typed by its build options)."""
+    defines = {"ITERS": iters} if dtype == np.float32 else {"ITERS": iters, "TYPE": "double", "FP64": 1}
+    return kernel(ctx, "device/fma.cl", "fma_chains", {**defines, **({"VEC": vec} if vec > 1 else {})})
+
+
+def fma_reference(n_items, iters, a, b, vec=1):
+    """What the FMA kernel writes, in float64: per work-item and lane, the sum of its eight
+    chains after `iters` steps of x = a x + b (the closed form a^n x0 + b (1 - a^n)/(1 - a))."""
+    x0 = (np.arange(n_items) & 1023) * float(np.float32(1e-3))
+    # lane l starts at the float literal l * 1e-4 (rounded to float, as the kernel's table)
+    lanes = (np.arange(vec) * 1e-4).astype(np.float32).astype(np.float64) if vec > 1 else np.zeros(1)
+    starts = x0[:, None, None] + lanes[None, :, None] + 0.125 * np.arange(8)[None, None, :]
+    a, b = float(a), float(b)
+    return (a**iters * starts + b * (1 - a**iters) / (1 - a)).sum(axis=2).ravel()
+
+
+def fma_width(ctx, queue, device, dtype=np.float32, iters=256):
+    """The vector width at which the FMA chains run fastest here: 1 where the device
+    prefers scalars (a GPU, which issues one instruction for a warp of work-items, is
+    never probed), else the best of 1, 2, 4, ... up to its preferred width, timed
+    briefly (a CPU through PoCL runs a work-item's loop on one core, and its SIMD lanes
+    fill only with explicit vectors; its reported width may exceed its registers)."""
+    attr = "preferred_vector_width_float" if dtype == np.float32 else "preferred_vector_width_double"
+    try:
+        most = int(getattr(device, attr) or 1)
+    except (cl.Error, AttributeError, TypeError, ValueError):
+        most = 1
+    widths = [w for w in FMA_WIDTHS if w <= most]
+    if len(widths) == 1:
+        return 1
+    items = compute_units(device) * 1024
+    out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, np.dtype(dtype).itemsize * items * widths[-1])
+    rates = {}
+    for w in widths:
+        fma = fma_kernel(ctx, iters, dtype, w)
+        local = launch.local_size(fma, device, (256,))
+        t = time_events(lambda: fma(queue, (items,), local, out, dtype(0.999), dtype(0.001)), repeats=3)
+        rates[w] = w / t.median
+    return max(rates, key=rates.get)
+
+
 def _fma_gflops(ctx, queue, device, dtype):
     """GFLOP/s of chapter 0's eight FMA chains per work-item, 256 steps each,
-    in float or double (one kernel source, typed by its build options)."""
-    iters, items = 256, compute_units(device) * 2048
-    out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, np.dtype(dtype).itemsize * items)
-    defines = {"ITERS": iters} if dtype == np.float32 else {"ITERS": iters, "TYPE": "double", "FP64": 1}
-    fma = kernel(ctx, "device/fma.cl", "fma_chains", defines)
+    in float or double, at the vector width fma_width finds best."""
+    iters, items, vec = 256, compute_units(device) * 2048, fma_width(ctx, queue, device, dtype)
+    out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, np.dtype(dtype).itemsize * items * vec)
+    fma = fma_kernel(ctx, iters, dtype, vec)
     local = launch.local_size(fma, device, (256,))
     t = time_events(lambda: fma(queue, (items,), local, out, dtype(0.999), dtype(0.001)), repeats=5)
-    return 2 * 8 * iters * items / t.median / 1e9
+    return 2 * 8 * iters * items * vec / t.median / 1e9
 
 
 def fp64_gflops(ctx, queue, device):

@@ -207,3 +207,29 @@ def test_the_bank_line_reads_the_stride_curve(monkeypatch):
     flat = {1: 1.0, **{w: 1.0 for w in (2, 4, 8, 16, 32)}}  # no banks (a CPU)
     assert mc.banks_line(flat).held is False
     assert mc.banks_line({1: 1.0, 2: 1.4}).held is None
+
+
+@pytest.mark.parametrize("vec", [1, 2, 4, 8, 16])
+def test_the_fma_chains_in_vectors_match_the_closed_form(dev, vec):
+    """Chapter 0's FMA kernel with VEC lanes per chain (the width a CPU fills its SIMD
+    lanes with) against gpubook.limits.fma_reference, in float and, where the device has
+    it, in double; and the width probe picks one of the widths it may."""
+    from gpubook import limits
+    device, ctx, queue = dev
+    iters, items = 64, 512
+    types = [(np.float32, 1e-5)] + ([(np.float64, 1e-12)] if device.double_fp_config else [])
+    for dtype, tol in types:
+        out = np.empty(items * vec, dtype)
+        buf = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, out.nbytes)
+        limits.fma_kernel(ctx, iters, dtype, vec)(queue, (items,), (64,), buf, dtype(0.999), dtype(0.001))
+        cl.enqueue_copy(queue, out, buf)
+        ref = limits.fma_reference(items, iters, 0.999, 0.001, vec)
+        assert np.max(np.abs(out - ref) / np.abs(ref)) < tol, dtype
+    assert limits.fma_width(ctx, queue, device) in limits.FMA_WIDTHS
+
+
+def test_a_device_that_prefers_scalars_is_never_probed():
+    from types import SimpleNamespace
+    from gpubook import limits
+    gpu = SimpleNamespace(preferred_vector_width_float=1, preferred_vector_width_double=1)
+    assert limits.fma_width(None, None, gpu) == 1 == limits.fma_width(None, None, gpu, np.float64)
