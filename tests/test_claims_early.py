@@ -165,6 +165,10 @@ def test_chapter1_cpu_claims_hold_on_the_records(slug):
     gpu = [r["rate"] for r in rec(slug, "01_loop_order")["steps"]]
     cpu = [r["rate"] for r in rec("cpu-skylake-avx512-intel-r-xeon-r-processor", "01_loop_order")["steps"]]
     held(*lc.cpu_against_gpu(cpu, gpu))
+    d = rec(slug, "01_loop_order")
+    from gpubook.chapters.logreg import SEED_FIGURES
+    merged = next(r["rate"] for r in d["steps"] if r["variant"] == "merged")
+    held(*lc.against_baselines(merged, d["numpy_rate"], SEED_FIGURES["merged loops"], 132))
 
 
 def test_chapter2_fixed_cost_holds_on_the_stored_outputs():

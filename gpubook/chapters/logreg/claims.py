@@ -125,3 +125,20 @@ def fixed_cost(c_share, rest_share):
                  "So most of the cost that does not shrink with $N$ is in the examples",
                  "So the fit's fixed cost is mostly the reduction's, as the model assumed",
                  c_share=c_share, rest_share=rest_share)
+
+
+def against_baselines(merged, numpy_rate, seed_merged, units):
+    """Chapter 1: the merged kernel against NumPy on the host and against the seed's merged
+    kernel on its laptop GPU (iterations/s each); `units` the device's compute units."""
+    numpy = claim("merged_slower_than_numpy", "merged < numpy_rate",
+                  "Even the merged kernel is {x:.0f} times *slower* than NumPy on the host CPU: one "
+                  "work-item uses one lane of one of the device's {units:.0f} compute units",
+                  "The merged kernel runs at {y:.2f} times NumPy's speed on the host CPU, even as one "
+                  "work-item on one lane of one of the device's {units:.0f} compute units",
+                  merged=merged, numpy_rate=numpy_rate, units=units,
+                  x=numpy_rate / merged, y=merged / numpy_rate)
+    seed = claim("merged_beats_seed", "merged > seed_merged",
+                 "It is {x:.0f} times faster than the seed's merged kernel on its laptop GPU",
+                 "It runs at {x:.2f} times the speed of the seed's merged kernel on its laptop GPU",
+                 merged=merged, seed_merged=seed_merged, x=merged / seed_merged)
+    return numpy, seed
