@@ -174,6 +174,7 @@ def test_chapter1_cpu_claims_hold_on_the_records(slug):
 def test_chapter2_fixed_cost_holds_on_the_stored_outputs():
     g, _ = stored("02_work_items")
     held(lc.fixed_cost(g["c_share"], g["rest_share"]))
+    held(lc.warp_rows(g["ex_1_ns"], g["ex_warp_ns"], g["warp_n"]))
 
 
 @pytest.mark.parametrize("slug", DEVICES)

@@ -142,3 +142,20 @@ def against_baselines(merged, numpy_rate, seed_merged, units):
                  "It runs at {x:.2f} times the speed of the seed's merged kernel on its laptop GPU",
                  merged=merged, seed_merged=seed_merged, x=merged / seed_merged)
     return numpy, seed
+
+
+def warp_rows(ex_1_ns, ex_warp_ns, warp_n):
+    """Chapter 2: the time per example and work-item with a warp of `warp_n` work-items
+    reading rows far apart, against one work-item alone (ns each)."""
+    return claim("warp_rows_partly_serial", "1 < ratio < warp_n",
+                 "The work-items of a warp run one instruction stream together, so one load "
+                 "instruction of the warp reads rows far apart, as many cache lines as work-items. "
+                 "With $N$ = {warp_n:.0f} each work-item spent {ex_warp_ns:.0f} ns per example, "
+                 "{ratio:.1f} times the {ex_1_ns:.0f} ns of one work-item alone: the warp's lines "
+                 "cost more than one line, but are not served one after another, which would be "
+                 "{warp_n:.0f} times",
+                 "With $N$ = {warp_n:.0f} each work-item spent {ex_warp_ns:.0f} ns per example, "
+                 "{ratio:.2f} times the {ex_1_ns:.0f} ns of one work-item alone: outside the range "
+                 "between one cache line's cost and {warp_n:.0f} lines served one after another",
+                 ex_1_ns=ex_1_ns, ex_warp_ns=ex_warp_ns, warp_n=warp_n,
+                 ratio=ex_warp_ns / ex_1_ns if ex_1_ns else None)
