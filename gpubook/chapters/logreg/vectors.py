@@ -96,3 +96,24 @@ def one_group_limits(j_records, fastest, largest, bound, others):
                  fast_rate=cpu["data"]["fast_rate"] if cpu else None,
                  float4_best=cpu["data"]["float4_best"] if cpu else None)
     return below, slower, swap
+
+
+def arithmetic_floor(iteration_ns, cycle_ns, J, K, lanes=None, sfus=None):
+    """The fastest build's iteration against the arithmetic one compute unit must do:
+    J*K multiply-adds twice over `lanes` FP32 lanes, and J exponentials and reciprocals
+    over `sfus` special-function units (data-sheet counts; None where not known)."""
+    cycles = iteration_ns / cycle_ns if cycle_ns and cycle_ns == cycle_ns else None
+    floor = 2 * J * K / lanes + 2 * J / sfus if lanes and sfus else None
+    return claim("vt_arithmetic_floor", "share > 0.3",
+                 "On this device a compute unit has {lanes:.0f} FP32 lanes and {sfus:.0f} "
+                 "special-function units (NVIDIA's data sheet), so the multiply-adds and the "
+                 "exponentials and reciprocals take at least {floor:.0f} cycles: {share:.0%} of the "
+                 "{cycles:.0f} cycles of an iteration is arithmetic that one compute unit cannot do faster",
+                 "On this device a compute unit has {lanes:.0f} FP32 lanes and {sfus:.0f} "
+                 "special-function units (NVIDIA's data sheet), so the arithmetic takes at least "
+                 "{floor:.0f} cycles, only {share:.0%} of the {cycles:.0f} cycles of an iteration: the "
+                 "reduction, its barrier and the loads set the rest",
+                 missing="The book's table does not give this device's lanes per compute unit, or the "
+                         "device reports no clock, so the arithmetic is not counted in cycles",
+                 lanes=lanes, sfus=sfus, floor=floor, cycles=cycles,
+                 share=floor / cycles if floor and cycles else None)
