@@ -185,6 +185,15 @@ def test_chapter4_one_group_limits_on_a_small_device_say_what_is_missing():
     assert "nan" not in (slower.sentence + swap.sentence).lower()
 
 
+@pytest.mark.parametrize("slug", DEVICES)
+def test_chapter4_arithmetic_floor_holds_on_the_records(slug):
+    d = data(slug, "04_vector_types")
+    clock_ns = 1e3 / data(slug, "00_device")["summary"]["max clock (MHz)"]
+    all_hold(vt.arithmetic_floor(1e9 / d["fast_rate"], clock_ns, d["J"], d["K"], 128, 16))
+    c = vt.arithmetic_floor(500.0, float("nan"), 2048, 8)
+    assert c.held is None and "nan" not in c.sentence.lower()
+
+
 def test_chapter4_local_rounds_follow_the_kernel_loop():
     assert [vt.local_rounds(n, 2) for n in (2, 4, 1024)] == [0, 1, 9]
     assert [vt.local_rounds(n, 16) for n in (16, 32, 512, 1024)] == [0, 1, 2, 2]
