@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call of the device tool (GPU host, repo root; carry [".device"], made here by ../shared/device/prepare):
-#   [VENDOR=1] [CPU=1] [CPU_LIMIT=s] [LIMIT=s] bash tools/device_pass.sh record|reference TAG NB...
+#   [VENDOR=1] [CPU=1] [CPU_LIMIT=s] [CPU_FULL="NB..."] [LIMIT=s] bash tools/device_pass.sh record|reference TAG NB...
 # record: results only; reference: outputs stored in place + digests. CPU=1 first records
 # the host CPU (PoCL, platform 1) at the default scale; VENDOR=1 measures the vendor libraries.
 # The tarball $OUT/TAG.tgz holds all of results/ as carried plus the notebooks run: back here,
@@ -12,6 +12,12 @@ lim=${LIMIT:-540}
 t0=$(date +%s)
 if [ "${CPU:-0}" = 1 ]; then
   PYOPENCL_CTX=1 timeout ${CPU_LIMIT:-200} python3 tools/run_notebooks.py --record-only "$@"; echo "cpu rc=$? $(( $(date +%s)-t0 )) s"
+fi
+# CPU_FULL="notebooks/00_device.ipynb": those notebooks recorded on the host CPU again, at full
+# scale (chapter 9 takes a device's limits only from a full-scale chapter 0)
+if [ -n "${CPU_FULL:-}" ]; then
+  PYOPENCL_CTX=1 GPUBOOK_SCALE=full timeout ${CPU_FULL_LIMIT:-240} python3 tools/run_notebooks.py --record-only $CPU_FULL
+  echo "cpu full rc=$? $(( $(date +%s)-t0 )) s"
 fi
 if [ "${VENDOR:-0}" = 1 ]; then
   PYOPENCL_CTX=0 GPUBOOK_RECORD=1 GPUBOOK_SCALE=full timeout 240 python3 -m gpubook.vendor; echo "vendor rc=$? $(( $(date +%s)-t0 )) s"
