@@ -197,3 +197,23 @@ def test_chapter4_arithmetic_floor_holds_on_the_records(slug):
 def test_chapter4_local_rounds_follow_the_kernel_loop():
     assert [vt.local_rounds(n, 2) for n in (2, 4, 1024)] == [0, 1, 9]
     assert [vt.local_rounds(n, 16) for n in (16, 32, 512, 1024)] == [0, 1, 2, 2]
+
+
+@pytest.mark.parametrize("slug", DEVICES)
+def test_chapter6_flush_exercise_holds_on_the_records(slug):
+    d = data(slug, "06_covariance")
+    tc = d["tensor_cores"]
+    all_hold(cov.flush_interval(tc["errors"]["3xtf32"], tc["error_3xtf32_unflushed"], tc["flush_rows"], d["m"]))
+
+
+def test_chapter6_and_8_part_exercises_without_their_inputs_say_so():
+    made = (cov.flush_interval(None, None, 2048, 1000), cov.stream_block_size(1.0, None, 4, None),
+            lsq.near_the_limit({1e8: ("TSQR", 8.6e7, 1e-16)}, 1e7))
+    assert all(c.held is None and "nan" not in c.sentence.lower() for c in made)
+
+
+def test_chapter8_near_the_limit_judges_only_what_cholqr2_factored():
+    runs = {1e3: ("CholeskyQR2", 9e2, 2e-16), 1e6: ("CholeskyQR2", 8e5, 5e-16), 1e8: ("TSQR", 8e7, 1e-9)}
+    c = lsq.near_the_limit(runs, 1e7)
+    assert c.held is True and c.values["largest"] == 8e5 and c.values["worst"] == 5e-16
+    assert lsq.near_the_limit({1e6: ("CholeskyQR2", 8e5, 1e-9)}, 1e7).held is False

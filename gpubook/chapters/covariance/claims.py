@@ -94,3 +94,32 @@ def stages(t1, t2, chunks):
                  "{chunks:,.0f} chunks is worth less than a tenth of the time here",
                  "Two buffers took {ratio:.2f}× the time of one: the builds differ by more than a tenth",
                  "One of the two builds does not run here", ratio=_ratio(t2, t1), chunks=chunks)
+
+
+def stream_block_size(t_full, t_half, blocks_full, blocks_half):
+    """Part 6.2's exercise: the stream with blocks of half the rows (twice the blocks)
+    against the page's blocks, first copy to last kernel."""
+    return _said("cov_ex_stream_blocks", "abs(ratio - 1) < 0.15",
+                 "With {blocks_half:.0f} blocks instead of {blocks_full:.0f} the stream took {ratio:.2f}× the "
+                 "time: within 15%, so the copies still run beside the kernels and the block size hardly "
+                 "matters at this size",
+                 "With {blocks_half:.0f} blocks instead of {blocks_full:.0f} the stream took {ratio:.2f}× the "
+                 "time: more than 15% apart, so what each block costs besides its copy and its products "
+                 "(launches, the first block's copy with nothing to overlap) shows at this size",
+                 "One of the two streams did not run here",
+                 ratio=_ratio(t_half, t_full), blocks_full=blocks_full, blocks_half=blocks_half)
+
+
+def flush_interval(err_flushed, err_never, flush_rows, m):
+    """Part 6.3's exercise: 3xTF32 with the warps' sums flushed into S every
+    `flush_rows` rows against one sum over all m rows (the accumulator truncates)."""
+    return _said("cov_ex_flush", "err_never > 2 * err_flushed",
+                 "Summed over all {m:,.0f} rows in the accumulator, 3xTF32 is off by {err_never:.1e}, "
+                 "{ratio:.0f}× the {err_flushed:.1e} of flushing every {flush_rows:,.0f} rows: the "
+                 "accumulator's errors add up over a long sum, and the flushes stop that",
+                 "Summed over all {m:,.0f} rows in the accumulator, 3xTF32 is off by {err_never:.1e} against "
+                 "{err_flushed:.1e} when flushed every {flush_rows:,.0f} rows ({ratio:.1f}×): here the "
+                 "flushes made little difference",
+                 "This needs the tensor cores, which do not run here",
+                 err_flushed=err_flushed, err_never=err_never, flush_rows=flush_rows, m=m,
+                 ratio=_ratio(err_never, err_flushed))

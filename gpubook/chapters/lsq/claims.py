@@ -111,3 +111,21 @@ def subset_size_exercise(t3, t4, work):
                  "The two searches did not both run here",
                  ratio=t4 / t3 if t3 and t4 else None, work=work, t3_us=t3 * 1e6 if t3 else None,
                  fixed_us=(t3 - (t4 - t3) / (work - 1)) * 1e6 if t3 and t4 else None)
+
+
+def near_the_limit(runs, limit):
+    """Part 8.3's exercise: matrices with columns scaled 1 to `top`, each
+    {top: (method, cond_estimate, gram_error)}: how accurate CholeskyQR2's R was
+    wherever the step kept it, up to the largest estimate below the limit."""
+    kept = [(est, err) for method, est, err in runs.values() if method == "CholeskyQR2"]
+    worst = max((err for _, err in kept), default=None)
+    largest = max((est for est, _ in kept), default=None)
+    return _said("lsq_ex_near_limit", "worst <= 1e-12",
+                 "Where the step kept CholeskyQR2, up to an estimated κ(A) of {largest:.1e} (the limit is "
+                 "{limit:.0e}), R'R matched A'A within {worst:.1e}: below the limit the second pass repairs "
+                 "what the first lost",
+                 "Where the step kept CholeskyQR2, up to an estimated κ(A) of {largest:.1e} (the limit is "
+                 "{limit:.0e}), R'R missed A'A by {worst:.1e}: the limit sits too close to where the method "
+                 "breaks on these data",
+                 "The step kept CholeskyQR2 for none of these matrices",
+                 worst=worst, largest=largest, limit=limit)
