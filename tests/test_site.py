@@ -18,11 +18,16 @@ pytestmark = pytest.mark.skipif(not (HTML / "index.html").exists(),
 
 
 def toc_files():
+    """Every page of the toc, sections (a split chapter's parts) included, in order."""
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-    for part in toc.get("parts", []):
-        files += [c["file"] for c in part.get("chapters", [])]
-    return files
+
+    def walk(entries):
+        for entry in entries:
+            if "file" in entry:
+                yield entry["file"]
+            yield from walk(entry.get("sections", []))
+
+    return [toc["root"]] + [f for part in toc.get("parts", []) for f in walk(part.get("chapters", []))]
 
 
 def test_every_toc_page_was_built():
