@@ -324,3 +324,14 @@ def test_move_costs_are_measured_and_set_a_bound(client, tmp_path):
     assert overhead.bound_seconds(100.0, fake, 4) == 100 + 1 + 16 + 2
     assert overhead.bound_seconds(100.0, fake, 8) == 100 + 1 + 2 + 2 * 16 + 2
     assert overhead.bound_seconds(100.0, fake, 4, spill=False) == 100 + 4 + 16 + 4
+
+
+def test_a_fan_in_of_every_task_leaves_the_driver_all_partials(client, store, data):
+    x, ref = data
+    budget = oc.stream_bytes(x.shape[1], 128)
+    c, root = cluster.covariance(client, store, 5, budget, TILE, fan_in=5)
+    assert cv.error(c, ref) < TOL and not [s for s in root.spans if s[1] == "sum"]  # no tree
+    c2, root2 = cluster.covariance(client, store, 5, budget, TILE, fan_in=2)
+    assert len([s for s in root2.spans if s[1] == "sum"]) == 3 and np.allclose(c, c2, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="fan_in"):
+        cluster.covariance(client, store, 5, budget, TILE, fan_in=1)
