@@ -137,6 +137,12 @@ def test_machine_rows(tmp_path):
     assert rows["best read bandwidth, in a cache (GB/s)"] == ["9,000"]
     assert rows["latency's half-way edge (working set)"] == ["64 KiB"]
     assert rows["bytes in flight, whole device (Little's law)"] == ["2.23 MiB"]
+    assert rows["read bandwidth, work-groups rotated, 1 to 8 MiB (GB/s)"] == ["not recorded"]
+    rotated = [{"bytes": 2**k, "rate": 1000.0 * k} for k in range(18, 26)]  # 1, 2, 4, 8 MiB: 20-23
+    data["rotated_curve"] = rotated
+    (tmp_path / gpu / "00_machine.json").write_text(json.dumps({"device": "NVIDIA H200", "data": data}))
+    rows = {r[0]: r[1:] for r in ac.machine_rows(ac.load(tmp_path))}
+    assert rows["read bandwidth, work-groups rotated, 1 to 8 MiB (GB/s)"] == ["22,000"]
 
 
 def test_roofline_labels_the_discussed_points_and_its_legend_is_drawn(results):

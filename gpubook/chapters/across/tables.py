@@ -137,12 +137,22 @@ MACHINE_ROWS = [  # (quantity, how to read it from the machine chapter's record)
     ("latency of one load, device memory (ns)", lambda m: fmt(m["latency_ns"])),
     ("latency's half-way edge (working set)", lambda m: human_bytes(edge(m["latency_curve"], "ns"))),
     ("best read bandwidth, in a cache (GB/s)", lambda m: fmt(max(r["rate"] for r in m["bandwidth_curve"]))),
+    ("read bandwidth, work-groups rotated, 1 to 8 MiB (GB/s)", lambda m: _spread(m.get("rotated_curve"))),
     ("read bandwidth, device memory (GB/s)", lambda m: fmt(m["read_gbs"])),
     ("bandwidth's half-way edge (working set)", lambda m: human_bytes(edge(m["bandwidth_curve"], "rate"))),
     ("local memory, stride 1 (GB/s)", lambda m: fmt(m["local_gbs"])),
     ("bytes in flight, whole device (Little's law)", lambda m: human_bytes(m["little"]["device_bytes"])),
     ("bytes in flight per compute unit", lambda m: human_bytes(m["little"]["per_cu_bytes"])),
 ]
+
+
+def _spread(rotated):
+    """The median rate of the machine page's rotated read sweep over 1 to 8 MiB working
+    sets (past an L1, inside an L2), or why there is none."""
+    rates = sorted(r["rate"] for r in rotated or [] if 2**20 <= r["bytes"] <= 2**23)
+    if rotated is None:
+        return "not recorded"
+    return fmt(rates[len(rates) // 2]) if rates else "not run (CPU order)"
 
 
 def machine_rows(results):
