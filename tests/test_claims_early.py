@@ -133,6 +133,7 @@ def test_chapter3_exercises_hold_on_the_stored_outputs():
     _, text = stored("03_reduction")
     wg = {int(a): float(b.replace(",", "")) for a, b in re.findall(r"WG = (\d+): \d+ passes, ([\d,.]+) GB/s", text)}
     held(rc.smaller_groups(wg[64], wg[256], 64, 256, 0.98))
+    held(rc.groups_short(wg[256], 4 * 2**20, rec("nvidia-h200", "00_device")["limits"]["launch_us"]))
     grid = {int(a): float(b.replace(",", "")) for a, b in
             re.findall(r"(\d+) work-group\(s\) per compute unit: ([\d,.]+) GB/s", text)}
     r = rec("nvidia-h200", "03_device_reduction")

@@ -182,3 +182,18 @@ def baselines(short_ratio, full_ratio, step5_s, numpy_s, bus_s, cpu):
                   step5_gbs=4 * n / at["5_unrolled"] / 1e9 if at.get("5_unrolled") else None,
                   numpy_gbs=4 * n / cpu["numpy_s"] / 1e9 if cpu else None)
     return behind, bus, cpu_c
+
+
+def groups_short(gbs_big, nbytes, launch_us):
+    """Exercise 1: the sum with the default groups on an array of `nbytes` (read at
+    `gbs_big` GB/s), against chapter 0's cost of a launch."""
+    t_us = nbytes / gbs_big / 1e3
+    return claim("ex_groups_short", "t_us < 10 * launch_us",
+                 "Both sums are short: {t_us:.0f} µs with the larger groups, {x:.1f} times chapter 0's "
+                 "{launch_us:.1f} µs per launch, so what changes is how many trees, barriers and passes "
+                 "the sum pays for, not how fast memory streams",
+                 "The sum takes {t_us:.0f} µs with the larger groups, {x:.1f} times chapter 0's "
+                 "{launch_us:.1f} µs per launch: long enough that streaming from memory counts too",
+                 missing="Chapter 0 recorded no launch cost for this device, so the sums' times are not "
+                         "set against it",
+                 t_us=t_us, launch_us=launch_us, x=t_us / launch_us if launch_us else None)
