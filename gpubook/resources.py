@@ -255,8 +255,8 @@ def few_groups(groups, device):
         return None
     if groups == 1:
         return f"one work-group: 1 of {units:,} compute units busy" if units else "one work-group"
-    return (f"{groups:,} work-groups for {units:,} compute units: none shares one"
-            if units else None)
+    return (f"{groups:,} work-groups, no more than the {units:,} compute units: "
+            "a compute unit need hold only one" if units else None)
 
 
 def resource_table(rows, device):

@@ -320,5 +320,5 @@ def test_occupancy_only_where_work_groups_share_a_compute_unit(monkeypatch):
                                      ("many", kern, 1024, 264), ("unsaid", kern, 1024)], device))
     assert rows[2][1] == "1,024" and rows[2][6] == "1,024"  # launched and declared
     assert rows[2][7] == "one work-group: 1 of 132 compute units busy"
-    assert rows[3][7] == "100 work-groups for 132 compute units: none shares one"
+    assert rows[3][7] == "100 work-groups, no more than the 132 compute units: a compute unit need hold only one"
     assert rows[4][7] == rows[5][7] == "100% (warps)"  # 20 registers x 1,024: two groups fill 64 warps
