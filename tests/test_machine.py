@@ -144,8 +144,12 @@ def test_facts_and_figures_draw(dev):
     lat = [{"bytes": 4096, "ns": 2.0}, {"bytes": 2**20, "ns": 300.0}]
     bw = [{"bytes": 4096, "rate": 50.0}, {"bytes": 2**20, "rate": 10.0}]
     levels = machine.hierarchy_levels(f, lat, bw, 80.0, 5.0, resources.ARCHS[(9, 0)])
-    assert levels[0][1] == "256 KiB per compute unit" and "300 ns" in levels[3][3]
-    fig2 = figures.hierarchy(levels, "levels", f["device"])
+    assert levels[0][1] == "256 KiB\nper compute unit" and "300 ns" in levels[3][3]
+    rotated = [{"bytes": 2**k, "rate": 7.0 + k} for k in (20, 21, 22, 23, 24)]
+    split = machine.hierarchy_levels(f, lat, bw, 80.0, 5.0, resources.ARCHS[(9, 0)], rotated)
+    assert [row[0].split(":")[0] for row in split[2:4]] == ["L1s", "L2"] and len(split) == len(levels) + 1
+    assert split[3][2].startswith("29 GB/s") and "300 ns" in split[4][3]  # 1-8 MiB: median of 27-30
+    fig2 = figures.hierarchy(split, "levels", f["device"])
     fig3 = figures.occupancy_curves(resources.ARCHS[(9, 0)], resources.occupancy, group_size=256)
     stamps = {"queued": 0, "submit": 2000, "start": 9000, "end": 12000, "wall": 30e-6}
     fig4 = figures.event_timeline({"tiny copy": stamps}, "events", f["device"])

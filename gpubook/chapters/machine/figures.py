@@ -12,6 +12,8 @@ numbers and from the run's measurements (white background, for the site's dark m
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
+from ...plot import new_figure
+
 WHITE = {"facecolor": "white"}
 
 
@@ -44,7 +46,7 @@ def cache_label(f):
 
     reported = f"OpenCL reports a global-memory cache of {human_bytes(f['cache_bytes'])}"
     if f.get("cache_per_cu_bytes"):
-        reported += f" ({f['compute_units']} x {human_bytes(f['cache_per_cu_bytes'])})"
+        reported += f"\n({f['compute_units']} x {human_bytes(f['cache_per_cu_bytes'])}, per compute unit)"
     if f.get("l2_bytes"):
         return f"behind an L2 of {human_bytes(f['l2_bytes'])} (data sheet);\n{reported}"
     return f"behind caches; {reported}"
@@ -71,20 +73,20 @@ def execution_model(f, groups_shown=12, group_size=256):
     """Two panels: the NDRange the host launches (work-groups of `group_size`
     work-items, split into warps of f['warp']) and the device that runs it
     (f: gpubook.chapters.machine.facts)."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 5.2), gridspec_kw={"width_ratios": [1, 1.25]})
-    fig.patch.set_facecolor("white")
+    fig, (left, right) = new_figure(1, 2, height=5.6, full=True, gridspec_kw={"width_ratios": [1, 1.25]})
+    fig.subplots_adjust(left=0.01, right=0.99, top=0.93, bottom=0.09, wspace=0.04)
     for ax in (left, right):
         _blank(ax)
     warp, word = f["warp"], f["warp_word"]
     group_size = min(group_size, f["max_group"])
     # left: the NDRange
     left.set_title("what the host launches: an NDRange", fontsize=11)
-    _box(left, 0.02, 0.50, 0.96, 0.44, f"global size = {groups_shown} work-groups x {group_size} work-items",
+    _box(left, 0.02, 0.50, 0.96, 0.44, f"global size = {groups_shown} work-groups x {group_size}\nwork-items (groups numbered)",
          color="#f4f4f4")
     cols = 6
     for g in range(groups_shown):
         r, c = divmod(g, cols)
-        _box(left, 0.05 + c * 0.155, 0.76 - r * 0.2, 0.13, 0.12, f"group {g}", color=f"C{g % 10}", size=8,
+        _box(left, 0.05 + c * 0.155, 0.73 - r * 0.18, 0.13, 0.11, f"{g}", color=f"C{g % 10}", size=8,
              va="center")
     _box(left, 0.02, 0.03, 0.96, 0.42, f"one work-group: {group_size} work-items "
          f"= {max(1, group_size // warp)} {word} of {warp}", color="#f4f4f4")
@@ -105,23 +107,23 @@ def execution_model(f, groups_shown=12, group_size=256):
     _box(right, 0.01, 0.01, 0.98, 0.97, f"platform: {f['platform']}", color="#f7f7f7")
     _box(right, 0.04, 0.04, 0.92, 0.86, f"device: {f['device']}  ({f['compute_units']} compute units)",
          color="#eef3fb")
-    shown = min(4, f["compute_units"])
+    shown = min(3, f["compute_units"])
     for i in range(shown):
         last = i == shown - 1 and f["compute_units"] > shown
         label = f"CU {f['compute_units'] - 1}" if last else f"CU {i}"
-        x = 0.07 + i * 0.225
-        _box(right, x, 0.33, 0.2, 0.5, label, color="#ffffff", size=8)
+        x = 0.07 + i * 0.3
+        _box(right, x, 0.33, 0.26, 0.5, label, color="#ffffff", size=8)
         for w in range(3):
-            _box(right, x + 0.015, 0.68 - w * 0.1, 0.17, 0.075, f"{word}", color=f"C{(i + 3 * w) % 10}",
+            _box(right, x + 0.015, 0.7 - w * 0.09, 0.23, 0.07, f"{word}", color=f"C{(i + 3 * w) % 10}",
                  size=7, va="center")
-        _box(right, x + 0.015, 0.36, 0.17, 0.07, local_label(f), color="#fff2cc", size=6.5,
+        _box(right, x + 0.015, 0.35, 0.23, 0.11, local_label(f), color="#fff2cc", size=7,
              va="center")
     if f["compute_units"] > shown:
-        right.text(0.07 + (shown - 1) * 0.225 - 0.012, 0.58, "...", fontsize=14, ha="center")
+        right.text(0.07 + (shown - 1) * 0.3 - 0.02, 0.58, "...", fontsize=14, ha="center")
     _box(right, 0.07, 0.07, 0.86, 0.2, f"global memory {f['global_gib']:.0f} GiB, " + cache_label(f),
          color="#e2f0d9", size=8, va="center")
-    fig.text(0.5, 0.005, f"Work-groups go to compute units in an order the hardware chooses; each compute unit "
-             f"issues one instruction for a whole {word} ({warp} work-items) at a time.",
+    fig.text(0.5, 0.005, f"Work-groups go to compute units in an order the hardware chooses;\neach compute "
+             f"unit issues one instruction for a whole {word} ({warp} work-items) at a time.",
              ha="center", fontsize=8.5)
     return fig
 
@@ -129,18 +131,18 @@ def execution_model(f, groups_shown=12, group_size=256):
 def hierarchy(levels, title, device_name):
     """levels: [(name, size text, bandwidth text, latency text)], fastest first:
     a ladder of widening boxes on the left, what was measured of each level on the right."""
-    fig, ax = plt.subplots(figsize=(10, 0.7 * len(levels) + 1.4))
-    fig.patch.set_facecolor("white")
+    fig, ax = new_figure(height=0.75 * len(levels) + 1.2, full=True)
+    fig.subplots_adjust(left=0.01, right=0.99, top=0.88, bottom=0.02)
     _blank(ax)
     n = len(levels)
-    height = 0.85 / n
-    columns = ((0.47, "size"), (0.67, "bandwidth"), (0.87, "latency"))
+    height = 0.88 / n
+    columns = ((0.5, "size"), (0.72, "bandwidth"), (0.9, "latency"))
     for x, head in columns:
-        ax.text(x, 0.95, head, ha="center", va="center", fontsize=9, fontweight="bold")
+        ax.text(x, 0.96, head, ha="center", va="center", fontsize=9, fontweight="bold")
     for i, (name, *cells) in enumerate(levels):
-        w = 0.24 + 0.14 * i / max(1, n - 1)
-        y = 0.9 - (i + 1) * height
-        _box(ax, 0.19 - w / 2, y + 0.01, w, height - 0.02, name, va="center", size=8.5,
+        w = 0.22 + 0.1 * i / max(1, n - 1)
+        y = 0.92 - (i + 1) * height
+        _box(ax, 0.18 - w / 2, y + 0.01, w, height - 0.02, name, va="center", size=8.5,
              color=plt.get_cmap("Blues")(0.12 + 0.5 * i / n))
         for (x, _), text in zip(columns, cells):
             ax.text(x, y + height / 2, text, ha="center", va="center", fontsize=8.5)
@@ -152,7 +154,7 @@ def occupancy_curves(arch, occupancy, group_size, local_bytes=0, registers=32):
     """Occupancy (share of resident warps) against registers per work-item, and
     against local memory per work-group, on one architecture (`occupancy`:
     gpubook.resources.occupancy)."""
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, (a, b) = new_figure(1, 2, height=3.8, full=True)
     fig.patch.set_facecolor("white")
     regs = list(range(16, arch.max_registers + 1, 8))
     occ = [occupancy(arch, r, local_bytes, group_size)["occupancy"] for r in regs]
@@ -180,7 +182,7 @@ def event_timeline(runs, title, device_name):
     """runs: {label: {"queued", "submit", "start", "end" (ns, the device's clock),
     "wall" (s, the host's wall clock from enqueue to wait's return)}}: one row per
     launch, in µs from its QUEUED stamp (the host clock starts at the enqueue call)."""
-    fig, axes = plt.subplots(len(runs), 1, figsize=(9, 1.6 * len(runs) + 0.8), squeeze=False)
+    fig, axes = new_figure(len(runs), 1, height=1.6 * len(runs) + 0.8, squeeze=False)
     fig.patch.set_facecolor("white")
     parts = [("queued", "submit", "queued → submitted", "#bbbbbb"),
              ("submit", "start", "submitted → started", "#f4b183"),

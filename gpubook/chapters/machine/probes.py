@@ -232,22 +232,35 @@ def bandwidth_curve(ctx, queue, device, scale, sizes=None, repeats=5, rotate=Fal
     return records
 
 
-def hierarchy_levels(f, latency, bandwidth, local_gbs, h2d_gbs, arch=None):
+def hierarchy_levels(f, latency, bandwidth, local_gbs, h2d_gbs, arch=None, rotated=None):
     """(level, size, bandwidth, latency) rows for the hierarchy figure, fastest first,
-    from the run's curves (latency and bandwidth records) and the device's facts."""
-    regs = f"{arch.register_file * 4 // 1024} KiB per compute unit" if arch else "size not reported"
+    from the run's curves (latency and bandwidth records, and the rotated read sweep
+    where it ran: then the caches are two rows, the L1s that each compute unit re-reads
+    its own part from and the L2 that all of them read) and the device's facts."""
+    regs = f"{arch.register_file * 4 // 1024} KiB\nper compute unit" if arch else "not reported"
     small_lat, big_lat = latency[0]["ns"], latency[-1]["ns"]
     best = max(bandwidth, key=lambda r: r["rate"])
+    first = f"{small_lat:,.1f} ns at {human_bytes(latency[0]['bytes'])}"
+    local_size = ((f"{f['local_cu_kib']} KiB per compute unit,\n" if f.get("local_cu_kib") else "")
+                  + f"{f['local_kib']} KiB per work-group")
+    reported = f"{human_bytes(f['cache_bytes'])} as OpenCL reports it"
+    l2 = f"{human_bytes(f['l2_bytes'])} (data sheet)" if f.get("l2_bytes") else "size not known"
+    spread = sorted(r["rate"] for r in rotated or [] if 2**20 <= r["bytes"] <= 2**23)
+    if spread:
+        caches = [("L1s: each compute unit\nre-reads its own part", reported,
+                   f"{best['rate']:,.0f} GB/s\nat {human_bytes(best['bytes'])}", first),
+                  ("L2: all compute units\nread the whole set", l2,
+                   f"{spread[len(spread) // 2]:,.0f} GB/s\nat 1 to 8 MiB", "not measured")]
+    else:
+        caches = [("caches", (f"L2 {l2};\n" if f.get("l2_bytes") else "") + reported,
+                   f"{best['rate']:,.0f} GB/s\nat {human_bytes(best['bytes'])}", first)]
     return [
-        ("registers (private memory)", regs, "bandwidth not measured", "latency not measured"),
-        ("local memory", (f"{f['local_cu_kib']} KiB per compute unit, " if f.get("local_cu_kib") else "")
-         + f"{f['local_kib']} KiB per work-group", f"{local_gbs:,.0f} GB/s", "latency not measured"),
-        ("caches", (f"L2 {human_bytes(f['l2_bytes'])} (data sheet); " if f.get("l2_bytes") else "")
-         + f"{human_bytes(f['cache_bytes'])} reported by OpenCL", f"{best['rate']:,.0f} GB/s at "
-         f"{human_bytes(best['bytes'])}", f"{small_lat:,.1f} ns at {human_bytes(latency[0]['bytes'])}"),
+        ("registers (private memory)", regs, "not measured", "not measured"),
+        ("local memory", local_size, f"{local_gbs:,.0f} GB/s\n(stride 1)", "not measured"),
+        *caches,
         ("global memory", f"{f['global_gib']:.0f} GiB", f"{bandwidth[-1]['rate']:,.0f} GB/s read",
          f"{big_lat:,.0f} ns"),
-        ("host, over the link", "host memory", f"{h2d_gbs:,.1f} GB/s host to device", "latency not measured"),
+        ("host, over the link", "host memory", f"{h2d_gbs:,.1f} GB/s\nhost to device", "not measured"),
     ]
 
 
