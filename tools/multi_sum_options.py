@@ -1,7 +1,9 @@
 """Chapter 10: the host's float64 sum of G partial XᵀX matrices,
 n x n float32, timed every way on this host: the code before (a float64
-temporary per band of rows, made fresh each time), and multi.sums.Sum on one
-core, on 8, 16, 32 and all cores, in full and over the lower triangle.
+temporary per band of rows, made fresh each time), multi.sums.Sum on one
+core, on 8, 16, 32 and all cores, in full and over the lower triangle, and
+multi.sums.DeviceSum on the first device (PYOPENCL_CTX, else the first GPU) in
+double precision, the partials in page-locked memory of each device in turn.
 
     python3 tools/multi_sum_options.py [n] [G]
 """
@@ -69,6 +71,15 @@ def main():
             what = "lower triangle" if triangle else "full"
             print(f"  Sum, {what:14s}, {threads:3d} threads:  {median_ms(once):8.1f} ms")
             total.close()
+    from gpubook.chapters import multi
+
+    lanes = [multi.Lane(d) for d in multi.devices()]
+    if not lanes[0].device.double_fp_config:
+        print(f"  DeviceSum: {lanes[0].name} has no fp64")
+        return
+    found = sums.time_options(parts, m, repeats=5, counts=[1], lanes=lanes)
+    print(f"  DeviceSum on {lanes[0].name} ({len(lanes)} device(s) hold the partials): "
+          f"{found[('device', False)] * 1e3:8.1f} ms")
 
 
 if __name__ == "__main__":

@@ -36,6 +36,12 @@ def main(path):
     print(f"dask: held {k['held_s'] * 1e3:.1f} ms vs threads {cov[str(d['devices'])]['seconds'] * 1e3:.1f} ms; "
           f"store {k['seconds'] * 1e3:.1f} ms, threads from the store {k['store_threads_s'] * 1e3:.1f} ms, "
           f"store {k['store_gbs']:.1f} GB/s, comm {k['comm_s'] * 1e3:.1f} ms")
+    if "bound_s" in k:
+        print(f"dask bound {k['bound_s'] * 1e3:.1f} ms (fan-in {k.get('fan_in')}); parts (ms):",
+              {p: round(v * 1e3, 1) for p, v in k.get("held_parts_s", {}).items()})
+        print("  alone (ms):", {p: round(v * 1e3, 1) for p, v in k.get("costs_s", {}).items()})
+    if w and "host_s" in w:
+        print("weak, host after the last device (ms):", {g: round(s * 1e3, 1) for g, s in w["host_s"].items()})
     for name, c in d.get("claims", {}).items():
         print(f"  claim {name}: {c['held']} {c['values']}")
 
