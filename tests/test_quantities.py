@@ -34,16 +34,6 @@ def copy_figures(data, path=""):
 STALE = {
     ("nvidia-h200", "03_device_reduction"), ("nvidia-h200", "05_transpose"), ("nvidia-h200", "07_scan"),
     ("nvidia-h200", "08_lsq"),
-    # The H100's pass of 2026-11-26 ran in three calls, and chapters 5-8 read the chapter 0
-    # record of that morning (3,016.8 GB/s) before the pass's own chapter 0 (3,002.2 GB/s)
-    # reached them: both measured that day, the pages quote the earlier one.
-    ("nvidia-h100-80gb-hbm3", "05_transpose"), ("nvidia-h100-80gb-hbm3", "06_covariance"),
-    ("nvidia-h100-80gb-hbm3", "07_scan"),
-    ("nvidia-h100-80gb-hbm3", "08_lsq"),
-    ("cpu-skylake-avx512-intel-r-xeon-r-processor", "03_device_reduction"),
-    ("cpu-skylake-avx512-intel-r-xeon-r-processor", "05_transpose"),
-    ("cpu-skylake-avx512-intel-r-xeon-r-processor", "07_scan"),
-    ("cpu-skylake-avx512-intel-r-xeon-r-processor", "08_lsq"),
 }
 QUOTING = [(d, p.stem) for d in DEVICES for p in sorted((RESULTS / d).glob("*.json"))
            if p.stem != "00_device" and copy_figures(json.loads(p.read_text()).get("data", {}))]
