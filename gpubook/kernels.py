@@ -64,7 +64,6 @@ def build(ctx, path, defines=None, extra=(), preamble=""):
     key = (ctx.int_ptr, path, tuple(opts), hash(text))
     if key not in _programs:
         _log_use(path)
-        _log_build(ctx, path, opts, preamble)
         try:
             with warnings.catch_warnings():
                 # Non-empty compiler logs on success are chatter, not news.
@@ -74,6 +73,7 @@ def build(ctx, path, defines=None, extra=(), preamble=""):
                 prg = _programs[key] = cl.Program(ctx, text).build(options=opts + nv)
             _logs[prg.int_ptr] = {d.int_ptr: prg.get_build_info(d, cl.program_build_info.LOG)
                                   for d in ctx.devices}
+            _log_build(ctx, path, opts, preamble)   # a build that fails on purpose (a test) is no entry
         except cl.RuntimeError as err:
             raise KernelBuildError(
                 f"kernels/{name} failed to build with options {' '.join(opts) or '(none)'}:\n{err}"
