@@ -52,10 +52,23 @@ def test_covariance_split_over_devices(lanes, data, count):
     assert cv.error(c, ref) < TOL
     assert np.array_equal(c, c.T)
     taken = [b for blocks in mc.taken for b in blocks]
-    assert sorted(taken) == oc.blocks(len(x), mc.rows)  # every block once
+    assert sorted(taken) == multi.tapered(len(x), mc.rows, count)  # every block once
     assert len(mc.taken) == count
+    assert sum(mc.shares()) == pytest.approx(len(x) / mc.rows)
     rows = mc.timeline()
     assert {r[0] for r in rows} >= {"host"} and all(e >= s for *_, s, e in rows)
+
+
+@pytest.mark.parametrize("m, rows, ends", [(4096, 512, 1), (4096, 512, 3), (5000, 1000, 1), (2048, 256, 4),
+                                           (300, 128, 1)])
+def test_tapered_blocks_cover_every_row_once_with_small_ends(m, rows, ends):
+    pieces = multi.tapered(m, rows, ends)
+    multi.check_rows(pieces, m)
+    whole = oc.blocks(m, rows)
+    if len(whole) <= 2 * ends:
+        assert pieces == whole
+    else:
+        assert max(r for _, r in pieces[:ends]) < rows and max(r for _, r in pieces[-ends:]) < rows
 
 
 def test_combine_and_add_sums_equal_float64_sums():

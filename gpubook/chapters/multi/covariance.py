@@ -13,6 +13,7 @@ from ... import launch
 from ...kernels import kernel
 from ...stream import Stream, blocks
 from ...timeline import spans
+from ...xtx import ROW_PAD, round_up
 from .lanes import THREADS, Work, in_threads, check_rows
 from .sums import DeviceSum, Sum
 
@@ -30,17 +31,38 @@ def stream_blocks(stream, work, worker, read):
         stream.add(read(i0, rows, stream.count % 2))
 
 
+def tapered(m, rows, ends, parts=4):
+    """The (first row, rows) blocks of `blocks(m, rows)`, with `ends` blocks at
+    each end cut into `parts` pieces (multiples of ROW_PAD rows). A device's first
+    copy keeps its kernels waiting, and its last kernels run after every copy: a
+    smaller block at each end shortens both, the pipeline's fill and its drain.
+    Too few blocks to taper (no more than 2 * ends): the blocks as they are."""
+    whole = blocks(m, rows)
+    if len(whole) <= 2 * ends:
+        return whole
+    step = round_up(-(-rows // parts), ROW_PAD)
+
+    def cut(block):
+        i0, n = block
+        return [(i, min(step, i0 + n - i)) for i in range(i0, i0 + n, step)]
+
+    return ([p for b in whole[:ends] for p in cut(b)] + whole[ends:-ends]
+            + [p for b in whole[-ends:] for p in cut(b)])
+
+
 class Covariance:
     """Chapter 6's streamed covariance over several devices: one `Stream` per
     device, row blocks taken from a shared queue, partial sums against one shift
     added in float64 on the host (`sums.Sum`) over `threads` host threads, or
     on the first device (`sums.DeviceSum`, threads="device"): all
     in one pass after the last device (overlap=False), or each as soon as its
-    device is done (overlap=True)."""
+    device is done (overlap=True). taper: the queue's first and last blocks cut
+    in four (`tapered`, one block per device at each end)."""
 
-    def __init__(self, lanes, n, budget, tile, m=None, triangle=False, threads=None, overlap=False):
+    def __init__(self, lanes, n, budget, tile, m=None, triangle=False, threads=None, overlap=False,
+                 taper=True):
         self.lanes, self.n, self.triangle, self.threads = lanes, n, triangle, threads or THREADS
-        self.overlap = overlap
+        self.overlap, self.taper = overlap, taper
         self.streams = [Stream(lane.ctx, lane.device, n, budget, tile, m) for lane in lanes]
         self.rows = self.streams[0].rows
         self.sum = None  # the host's float64 sum, its matrix reused from run to run
@@ -74,7 +96,7 @@ class Covariance:
         count = len(self.lanes) if count is None else count
         if not 1 <= count <= len(self.lanes):
             raise ValueError(f"count must be 1 to {len(self.lanes)}, not {count}")
-        work = Work(blocks(m, self.rows))
+        work = Work(tapered(m, self.rows, count) if self.taper else blocks(m, self.rows))
         shift = np.array(x[0], np.float32)
         overlap = self.overlap if overlap is None else overlap
         total, self.failed, done, pending = self._total(), {}, {}, []
@@ -116,6 +138,10 @@ class Covariance:
         self.taken, self.count, self._clock, self._done = work.by_worker(count), count, (t0, last, end), set(done)
         check_rows([b for bs in self.taken for b in bs], m)
         return c
+
+    def shares(self):
+        """The rows each device took in the last run, in whole blocks."""
+        return [sum(rows for _, rows in taken) / self.rows for taken in self.taken]
 
     def timeline(self):
         """The last run as (lane, label, start ms, end ms) rows for

@@ -54,22 +54,22 @@ def draw_taken(taken, names=None, title="Blocks of rows taken from the shared qu
     top.set_xlabel("row of the data (the queue hands out blocks in this order)")
     top.set_title(f"{title}: {count} blocks, {devices} device{'s' * (devices > 1)}")
 
-    width = max(len(b) for b in taken) or 1
+    width = max(sum(rows for _, rows in b) for b in taken) or 1  # each lane in rows
     for d, mine in enumerate(taken):
-        y = devices - 1 - d
-        for k, (i0, rows) in enumerate(mine):
+        y, x0 = devices - 1 - d, 0
+        for i0, rows in mine:
             n = next(n for dd, ii, _, n in blocks if dd == d and ii == i0)
-            lanes.add_patch(Rectangle((k, y + 0.1), 1, 0.8, facecolor=_colour(d), edgecolor="white"))
+            lanes.add_patch(Rectangle((x0, y + 0.1), rows, 0.8, facecolor=_colour(d), edgecolor="white"))
             if count <= LABELLED:
-                lanes.text(k + 0.5, y + 0.5, str(n), ha="center", va="center", fontsize=7)
-        rows_taken = sum(rows for _, rows in mine)
-        lanes.text(width + 0.3, y + 0.5, f"{len(mine)} blocks, {rows_taken:,} rows ({rows_taken / m:.0%})",
+                lanes.text(x0 + rows / 2, y + 0.5, str(n), ha="center", va="center", fontsize=7)
+            x0 += rows
+        lanes.text(width * 1.02, y + 0.5, f"{len(mine)} blocks, {x0:,} rows ({x0 / m:.0%})",
                    va="center", fontsize=8)
-    lanes.set_xlim(0, width * 1.3 + 1)
+    lanes.set_xlim(0, width * 1.45)
     lanes.set_ylim(0, devices)
     lanes.set_yticks(np.arange(devices) + 0.5, names[::-1], fontsize=8)
     lanes.set_xticks([])
-    lanes.set_xlabel("blocks in the order each device took them"
+    lanes.set_xlabel("blocks in the order each device took them, as wide as their rows"
                      + " (numbers: place in the queue)" * (count <= LABELLED))
     for spine in ("top", "right"):
         lanes.spines[spine].set_visible(False)
