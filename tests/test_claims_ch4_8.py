@@ -217,3 +217,18 @@ def test_chapter8_near_the_limit_judges_only_what_cholqr2_factored():
     c = lsq.near_the_limit(runs, 1e7)
     assert c.held is True and c.values["largest"] == 8e5 and c.values["worst"] == 5e-16
     assert lsq.near_the_limit({1e6: ("CholeskyQR2", 8e5, 1e-9)}, 1e7).held is False
+
+
+@pytest.mark.parametrize("n, wg, rounds, pairs, blocks", [
+    (4096, 256, 78, 8, 16), (512, 256, 45, 1, 2), (512, 64, 45, 4, 8), (300, 128, 45, 2, 3)])
+def test_chapter7_population_counts_follow_the_kernel_loops(n, wg, rounds, pairs, blocks):
+    # the sort's rounds over the next power of two of keys, the pairs each work-item
+    # compare-exchanges per round, the scan's blocks of WG labels (5_population.cl)
+    from gpubook.chapters.scan.steps import Population
+    pop = Population.__new__(Population)
+    pop.n, pop.wg, pop.np2 = n, wg, 1 << (n - 1).bit_length()
+    work = pop.work()
+    assert (work["sort_rounds"], work["pairs_per_item"], work["scan_blocks"]) == (
+        rounds, pairs, blocks)
+    k = pop.np2.bit_length() - 1
+    assert work["sort_rounds"] == sum(1 for size in range(1, k + 1) for _ in range(size))

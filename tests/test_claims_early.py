@@ -56,6 +56,30 @@ def test_chapter0_exercises_hold_on_the_stored_outputs():
     assert "2,097,152 instead of 262,144" in groups
 
 
+@pytest.mark.parametrize("per_item, first_gains, says, never", [
+    (3.87, True, "already covers the 3.87 bytes", "first to cover"),
+    (5.15, True, "is the first to cover them: a doubling helps until", "not explain"),
+    (5.15, False, "not a gain up to that point", "helps until"),
+    (12.0, True, "even 8 bytes per work-item fall short of the 12.00", "helps until"),
+])
+def test_chapter0_float2_answer_says_only_what_its_case_backs(per_item, first_gains, says,
+                                                              never):
+    # 4 bytes cover it (the H100's record) / float2 is the first to cover it (the
+    # H200's) / even float2 falls short; "a doubling helps until ..., and less after"
+    # only where the first doubling gained more and float2 is the first to cover
+    f2, f4 = (1.20, 1.03) if first_gains else (1.01, 1.10)
+    first, covers = mc.float2_exercise(f2, f4, per_item)
+    assert first.held is first_gains and covers.held is (per_item <= 8)
+    assert says in covers.sentence and never not in covers.sentence
+    assert ("fall short" in covers.sentence) is (per_item > 4)
+
+
+def test_chapter0_float2_answer_without_little_says_so_in_one_line():
+    first, covers = mc.float2_exercise(1.2, 1.03, None)
+    assert covers.held is None and covers.sentence == (
+        "how many bytes each work-item must keep in flight is not known on this device")
+
+
 @pytest.mark.parametrize("slug", DEVICES)
 def test_machine_page_claims_hold_on_the_records(slug):
     m = rec(slug, "00_machine")

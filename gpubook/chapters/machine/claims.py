@@ -67,19 +67,48 @@ def pageable(rows):
 
 
 def float2_exercise(f2_over_f, f4_over_f2, per_item):
-    """Chapter 0, exercise 1: where float2 lands, read against Little's law."""
+    """Chapter 0, exercise 1: where float2 lands, read against Little's law.
+
+    `per_item`, the bytes each work-item must keep in flight, falls in one of three
+    cases: one `float` (4 bytes) covers it, `float2` (8 bytes) is the first to cover
+    it, or even `float2` falls short. The claim is that 8 bytes cover it (both
+    reference devices hold it, one in each of the first two cases); where it holds,
+    the sentence names which of the two cases this run is in, read off `per_item`
+    (recorded with the claim), and says "a doubling helps until the bytes are covered,
+    and less after" only where `float2` is the first to cover them and the first
+    doubling gained more than the second. Returns (the first doubling's claim, the
+    coverage claim)."""
     first = claim("ex_float2_first_doubling", "f2_over_f > f4_over_f2",
-                  "the first doubling, from 4 to 8 bytes per work-item, gained more ({f2_over_f:.2f}×) "
-                  "than the second, from 8 to 16 ({f4_over_f2:.2f}×)",
-                  "the first doubling, from 4 to 8 bytes per work-item, gained no more ({f2_over_f:.2f}×) "
-                  "than the second, from 8 to 16 ({f4_over_f2:.2f}×)",
+                  "the first doubling, from 4 to 8 bytes per work-item, gained more "
+                  "({f2_over_f:.2f}×) than the second, from 8 to 16 "
+                  "({f4_over_f2:.2f}×)",
+                  "the first doubling, from 4 to 8 bytes per work-item, gained no more "
+                  "({f2_over_f:.2f}×) than the second, from 8 to 16 "
+                  "({f4_over_f2:.2f}×)",
                   f2_over_f=f2_over_f, f4_over_f2=f4_over_f2)
-    covers = claim("ex_float2_covers", "per_item <= 8",
-                   "8 bytes per work-item already cover the {per_item:.1f} bytes Little's law asks, "
-                   "4 bytes do not",
-                   "even 8 bytes per work-item fall short of the {per_item:.1f} bytes Little's law asks",
-                   missing="how many bytes each work-item must keep in flight is not known on this device",
-                   per_item=per_item)
+    asks = "the {per_item:.2f} bytes Little's law asks"
+    float_short = ("4 bytes per work-item fall short of " + asks
+                   + " and 8 cover them, so ")
+    if per_item is not None and per_item <= 4:
+        held = ("one `float` (4 bytes) per work-item already covers " + asks
+                + " ({ratio:.2f} times over, with every compute unit full): by that "
+                "count no doubling was needed, so Little's law does not explain what "
+                "the doublings gained here")
+    elif first.held and f2_over_f > 1:
+        held = (float_short + "`float2` is the first to cover them: a doubling helps "
+                "until the bytes in flight cover what memory needs, and less after")
+    else:
+        held = (float_short + "`float2` is the first to cover them; yet the doublings "
+                "gained {f2_over_f:.2f}× and then {f4_over_f2:.2f}×, not a gain up to "
+                "that point and less after it, as Little's law would have it")
+    covers = claim("ex_float2_covers", "per_item <= 8", held,
+                   "even 8 bytes per work-item fall short of " + asks + ", so by that "
+                   "count the second doubling, to 16 bytes, still adds bytes memory "
+                   "needs",
+                   missing="how many bytes each work-item must keep in flight is not "
+                           "known on this device",
+                   per_item=per_item, ratio=4 / per_item if per_item else None,
+                   f2_over_f=f2_over_f, f4_over_f2=f4_over_f2)
     return first, covers
 
 

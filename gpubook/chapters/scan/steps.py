@@ -283,7 +283,18 @@ class Population:
         self.kernel = kernel(ctx, (WG_SCAN, "scan/5_population.cl"), "population",
                              {"WG": wg, "NP": np2, "T": "uint", "SHORTCUT": int(bool(shortcut))})
         _check_wg(queue.device, wg, 0, self.kernel)
-        self.ctx, self.queue, self.n, self.wg = ctx, queue, n, wg
+        self.ctx, self.queue, self.n, self.wg, self.np2 = ctx, queue, n, wg, np2
+
+    def work(self):
+        """What one work-group does for its model, counted from the kernel's loops:
+        the bitonic sort's rounds over NP = 2**k keys (k(k + 1)/2, each ending at a
+        barrier), the most key pairs one work-item compare-exchanges in a round, and
+        the blocks of WG labels the scan (SHORTCUT = 0) walks."""
+        k = self.np2.bit_length() - 1
+        return {"n": self.n, "wg": self.wg, "keys": self.np2,
+                "sort_rounds": k * (k + 1) // 2,
+                "pairs_per_item": -(-(self.np2 // 2) // self.wg),
+                "scan_blocks": -(-self.n // self.wg)}
 
     def upload(self, scores, labels):
         """Device copies of a models x n score array and the labels, after the checks."""
