@@ -124,3 +124,32 @@ def test_cholesky_qr2_with_its_products_on_the_tensor_core_kernel(fp64_env, tile
     assert tsqr.gram_error(r, a) < 1e-12
     ref = np.linalg.qr(a, mode="r")
     assert np.max(np.abs(np.abs(r) - np.abs(ref))) <= 1e-10 * np.max(np.abs(ref))
+
+
+def test_the_wide_gram_tile_gives_the_triangle_at_sizes_off_its_tiles(fp64_env):
+    """cholqr.GRAM_WIDE (128 x 128, warps of 64 x 32, one stage) in Hopper's shape,
+    on a Gram matrix of 131 columns (one tile and 3 columns of the next) from 37 rows."""
+    _, ctx, queue = fp64_env
+    rng = np.random.default_rng(7)
+    n, rows = 131, 37
+    x = rng.standard_normal((rows, n))
+    out = run(ctx, queue, x, x, np.zeros(n * n), a_off=0, lda=n, b_off=0, ldb=n, c_off=0, ldc=n, m=n, n=n,
+              k_begin=0, k_end=rows, triangle=True,
+              shape={**cholqr.GRAM_WIDE, "MMA": "m16n8k4"}).reshape(n, n)
+    g, low = x.T @ x, np.tril_indices(n)
+    assert np.max(np.abs(out[low] - g[low])) <= 1e-13 * np.max(np.abs(g))
+
+
+def test_the_gram_tile_is_chosen_by_width_and_by_what_the_device_holds(fp64_env, monkeypatch):
+    _, ctx, queue = fp64_env
+    cq = cholqr.CholeskyQR2.__new__(cholqr.CholeskyQR2)
+    cq.products = cholqr.Products(emulate=True)
+    cq.C = cholqr.WIDE_FROM - 1
+    assert cq._mma_gram(ctx, queue.device) == dmma.SHAPE and "fewer than" in cq.gram_note
+    cq.C = cholqr.WIDE_FROM
+    assert cq._mma_gram(ctx, queue.device) == cholqr.GRAM_WIDE and "128x128" in cq.gram_note
+
+    def refuse(*args, **kw):
+        raise cholqr.launch.LaunchError("69,640 bytes of local memory requested")
+    monkeypatch.setattr(cq.products, "check", refuse)
+    assert cq._mma_gram(ctx, queue.device) == dmma.SHAPE and "does not fit" in cq.gram_note

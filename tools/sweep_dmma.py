@@ -11,6 +11,7 @@ Then CholeskyQR2 whole with the fastest shapes, against cuSOLVER.
 A tile's local memory bounds it: a warp block of WTM x WTN doubles loads
 (WTM + WTN) x 4 doubles from local memory for every 2 WTM WTN x 4 flops, so
 larger warp blocks need fewer local loads per flop."""
+import json
 import os
 import sys
 
@@ -48,6 +49,8 @@ SHAPES = [
     S(128, 64, 2, 2, 16),
     S(128, 64, 4, 2, 16),
 ]
+if os.environ.get("SWEEP_SHAPES"):  # a JSON list of shapes instead
+    SHAPES = json.loads(os.environ["SWEEP_SHAPES"])
 
 
 def main():
@@ -109,9 +112,8 @@ def main():
     q1 = min(best["q1"], key=lambda x: x[0])[1]
     if EMU:
         return
-    for opts in ({"mma": True}, {"mma": True, "gram_shape": gram, "product_shape": q1},
-                 {"mma": True, "gram_shape": gram, "product_shape": q1, "update_shape": dmma.SHAPE,
-                  "inverse_shape": dmma.SHAPE}):
+    for opts in ({"mma": True}, {"mma": True, "gram_shape": gram}, {"mma": True, "product_shape": q1},
+                 {"mma": True}):
         t, rr, _ = time_cholqr2(ctx, queue, a, 3, opts)
         say(f"  -> {t * 1e3:.1f} ms wall" + (f", {t / ref:.2f}x cuSOLVER" if ref else "") +
             f"; Gram check {gram_check(rr, a):.1e}")

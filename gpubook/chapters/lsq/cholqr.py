@@ -46,6 +46,15 @@ SUM_ROWS = 2048
 # 6.5 + 3.7 ms with 8 on the FP64 tensor cores.
 PANEL = 8
 PRODUCT_SHAPE = {"TM": 128, "TN": 64, "WM": 8, "WN": 4, "K": 8, "STAGES": 2}
+# The Gram product's tile on the FP64 tensor cores for a wide matrix (WIDE_FROM
+# columns or more): 128 x 128, 2 x 4 warps (each 64 x 32), one local stage. A
+# warp's block of 64 x 32 reads 3 doubles from local memory per 128 flops, against
+# 4 for dmma.SHAPE's blocks of 32 x 32. On an H100 (2026-11-26, tools/sweep_dmma.py,
+# 25,000 x 5,001) the Gram took 17.9 ms against 20.4 ms with dmma.SHAPE, and
+# CholeskyQR2 93.2 against 98.9 ms. A narrow matrix keeps dmma.SHAPE: a few tiles of
+# 128 would leave most compute units idle and pad the rest.
+GRAM_WIDE = {"TM": 128, "TN": 128, "WARPS_M": 2, "WARPS_N": 4, "KC": 16, "STAGES": 1}
+WIDE_FROM = 1024
 
 
 def _round_up(n, step):
@@ -200,7 +209,8 @@ class CholeskyQR2:
     NVIDIA only), and the Cholesky factorisations' updates too: with panels of
     PANEL blocks they are deep enough to gain there (an H100, 2026-11-26:
     97 ms of device time against 105 ms with one-block updates on the
-    register tiles). panel: the blocks of one panel (DeviceCholesky). Shapes given
+    register tiles); the Gram products of a wide matrix in GRAM_WIDE's larger
+    tiles (`gram_note` says which). panel: the blocks of one panel (DeviceCholesky). Shapes given
     explicitly pick their own kernel (Products). After each factorisation: `method`
     ("CholeskyQR2" or "TSQR"), `cond_estimate` (the first factor's diagonal
     ratio, inf when its Cholesky failed) and `reason` (why it fell back, ''
@@ -215,7 +225,10 @@ class CholeskyQR2:
             raise ValueError("the matrix needs at least one column")
         self.ctx, self.queue, self.C, self.limit = ctx, queue, int(cols), float(limit)
         self.products = Products(emulate)
-        self.gram_shape = dict(gram_shape or (dmma.SHAPE if mma else GRAM_SHAPE))
+        self.gram_note = ""
+        if gram_shape is None and mma:
+            gram_shape = self._mma_gram(ctx, device)
+        self.gram_shape = dict(gram_shape or GRAM_SHAPE)
         self.product_shape = dict(product_shape or (dmma.SHAPE if mma else PRODUCT_SHAPE))
         if self.gram_shape["TM"] != self.gram_shape["TN"]:
             raise ValueError("the Gram product needs square tiles (TM = TN)")
@@ -234,6 +247,20 @@ class CholeskyQR2:
         self._tsqr, self._m, self._fallback = None, None, None
         self.method, self.cond_estimate, self.reason = None, None, ""
         self.dependent = []
+
+    def _mma_gram(self, ctx, device):
+        """GRAM_WIDE for a wide matrix where the device builds and holds it, else
+        dmma.SHAPE; `gram_note` says which and why."""
+        if self.C < WIDE_FROM:
+            self.gram_note = f"{dmma.label(dmma.SHAPE)}: fewer than {WIDE_FROM:,} columns"
+            return dmma.SHAPE
+        try:
+            self.products.check(ctx, device, GRAM_WIDE, triangle=True)
+        except launch.LaunchError as err:
+            self.gram_note = f"{dmma.label(dmma.SHAPE)}: {dmma.label(GRAM_WIDE)} does not fit ({err})"
+            return dmma.SHAPE
+        self.gram_note = f"{dmma.label(GRAM_WIDE)}: {self.C:,} columns"
+        return GRAM_WIDE
 
     @property
     def tsqr(self):
