@@ -8,6 +8,7 @@ import nbformat
 import pytest
 
 from gpubook import dmma
+from gpubook.chapters.lsq import cholqr
 
 NB = pathlib.Path(__file__).resolve().parent.parent / "notebooks" / "08_3_cholqr2.ipynb"
 
@@ -19,12 +20,14 @@ def cell_source():
     return found[0]
 
 
-def run(shape, mma_ok, capsys):
+def run(shape, mma_ok, capsys, gram=dmma.SHAPE):
     built, tables = [], []
     scope = {
         "tensor": SimpleNamespace(f64_shape=lambda device: shape),
         "dmma": SimpleNamespace(SHAPE=dmma.SHAPE, work_items=dmma.work_items,
-                                get_kernel=lambda ctx, device, s: built.append(s["MMA"]) or s["MMA"]),
+                                get_kernel=lambda ctx, device, s, triangle=False:
+                                built.append(s.get("MMA", "the Gram's")) or s),
+        "cq6_mma": SimpleNamespace(gram_shape=gram, gram_note=f"{dmma.label(gram)}: the note"),
         "gb": SimpleNamespace(resource_table=lambda rows, device: tables.append(rows) or "table"),
         "Markdown": str, "display": lambda x: None, "ctx": None, "device": None,
         "mma_ok": mma_ok, "mma_why": "the compiler rejected mma.sync",
@@ -38,7 +41,15 @@ def test_hopper_shows_ampere_shape_before_and_its_own_after(capsys):
     assert built == ["m8n8k4", "m16n8k4"]
     assert [label for label, _, _ in tables[0]] == ["m8n8k4, before: Ampere's shape",
                                                      "m16n8k4, after: this device's shape"]
-    assert "m16n8k4 (sm_90)" in out
+    assert "m16n8k4 (sm_90)" in out and "the Gram: 64x64 tile" in out
+
+
+def test_a_wide_gram_tile_gets_its_own_row(capsys):
+    built, tables, out = run(("m16n8k4", "sm_90"), True, capsys, gram=cholqr.GRAM_WIDE)
+    assert built == ["m8n8k4", "m16n8k4", "the Gram's"]
+    assert tables[0][-1][0] == "m16n8k4, the Gram's tile for a wide matrix"
+    assert tables[0][-1][2] == dmma.work_items(cholqr.GRAM_WIDE) == 256
+    assert "the Gram: 128x128 tile" in out
 
 
 def test_ampere_shows_its_one_shape_once(capsys):
