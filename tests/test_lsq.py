@@ -273,3 +273,15 @@ def test_resource_rows_name_every_kernel_at_the_size_it_runs(fp64_env):
     assert names[6:] == ["register_tiles", "z_sum", "build_t", "r_update", "transpose"]
     words = lsq.resources_in_words(tiled.resource_rows(), "register_tiles", device)
     assert ("registers per work-item" in words) != ("registers not reported" in words)
+
+
+def test_fp64_rate_can_come_from_chapter_0s_record(fp64_env, monkeypatch):
+    """recorded=True quotes chapter 0's FP64 FMA chains as recorded for the device
+    (one figure for every page); without a record it measures them."""
+    device, ctx, queue = fp64_env
+    from gpubook import limits
+    monkeypatch.setattr(limits, "load_results", lambda chapter: {
+        limits.device_slug(device): {"data": {"tensor": {"fp64_fma_gflops": 1234.5}}}})
+    assert gb.fp64_gflops(ctx, queue, device, recorded=True) == 1234.5
+    monkeypatch.setattr(limits, "load_results", lambda chapter: {})
+    assert gb.fp64_gflops(ctx, queue, device, recorded=True) > 0
