@@ -56,13 +56,12 @@ class Covariance:
     added in float64 on the host (`sums.Sum`) over `threads` host threads, or
     on the first device (`sums.DeviceSum`, threads="device"): all
     in one pass after the last device (overlap=False), or each as soon as its
-    device is done (overlap=True). taper: the queue's first and last blocks cut
-    in four (`tapered`, one block per device at each end)."""
+    device is done (overlap=True). The queue's first and last blocks are cut in
+    four (`tapered`, one block per device at each end)."""
 
-    def __init__(self, lanes, n, budget, tile, m=None, triangle=False, threads=None, overlap=False,
-                 taper=True):
+    def __init__(self, lanes, n, budget, tile, m=None, triangle=False, threads=None, overlap=False):
         self.lanes, self.n, self.triangle, self.threads = lanes, n, triangle, threads or THREADS
-        self.overlap, self.taper = overlap, taper
+        self.overlap = overlap
         self.streams = [Stream(lane.ctx, lane.device, n, budget, tile, m) for lane in lanes]
         self.rows = self.streams[0].rows
         self.sum = None  # the host's float64 sum, its matrix reused from run to run
@@ -96,7 +95,7 @@ class Covariance:
         count = len(self.lanes) if count is None else count
         if not 1 <= count <= len(self.lanes):
             raise ValueError(f"count must be 1 to {len(self.lanes)}, not {count}")
-        work = Work(tapered(m, self.rows, count) if self.taper else blocks(m, self.rows))
+        work = Work(tapered(m, self.rows, count))
         shift = np.array(x[0], np.float32)
         overlap = self.overlap if overlap is None else overlap
         total, self.failed, done, pending = self._total(), {}, {}, []
