@@ -19,6 +19,12 @@ exact call:
 Anywhere else `measure` says in one line why it measured nothing and returns
 None; `recorded` then gives the figures stored from the reference devices' runs.
 
+From a chapter, `measure` runs the libraries in a child process of their own
+(`APART`): a CUDA context left in the notebook's process slows the OpenCL
+launches that follow it on some drivers (tools/probe_tall.py measured part 8.3's
+tall case at 6.49 ms alone and 8.91 ms beside a CuPy context, on the same device
+time), so the chapter's own timings would carry the vendor's cost.
+
     python -m gpubook.vendor          measure every figure on this host's GPU
                                       (recorded when GPUBOOK_RECORD=1)
     python -m gpubook.vendor syrk cub_sum cub_scan     only these
@@ -26,7 +32,12 @@ None; `recorded` then gives the figures stored from the reference devices' runs.
                                                        bindings of it (nothing recorded)
 """
 import datetime
+import json
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from . import vendor_cub
 from .vendor_calls import CUPY_CUB, cuda_timing, cupy_timing, cupy_workload, torch_workload
@@ -35,6 +46,9 @@ from .scale import scale as scale_for
 from .timing import stats
 
 CHAPTER = "vendor"
+APART = True          # measure in a child process (see the module's note); tests turn it off
+APART_TIMEOUT_S = 900
+_MARK = "gpubook.vendor result: "
 
 
 @dataclass(frozen=True)
@@ -281,7 +295,8 @@ def _with_cub(device, figures, shapes, size, way=None):
 WAYS = {"torch": _with_torch, "cupy": _with_cupy, "cub": _with_cub}
 
 
-def measure(device, figures=tuple(FIGURES), shapes=None, scale=None, quiet=False, cub_way=None):
+def measure(device, figures=tuple(FIGURES), shapes=None, scale=None, quiet=False, cub_way=None,
+            apart=None):
     """Measure vendor figures on the GPU that the OpenCL `device` is.
 
     figures: names from FIGURES. shapes: {figure: shape} for a chapter's own
@@ -292,7 +307,8 @@ def measure(device, figures=tuple(FIGURES), shapes=None, scale=None, quiet=False
     whose library is missing are left out and named in that line. Never raises
     for a missing or failing library: a chapter must run on every device.
     cub_way: "nvcc" or "cupy" forces how CUB is called (for comparing the two;
-    nothing is recorded then).
+    nothing is recorded then). apart: measure in a child process (default
+    `APART`), so that no CUDA context stays in this one.
     """
     figures = [figures] if isinstance(figures, str) else list(figures)
     for f in figures:
@@ -303,17 +319,9 @@ def measure(device, figures=tuple(FIGURES), shapes=None, scale=None, quiet=False
         _say(_not_nvidia(device), quiet)
         return None
     size = scale or scale_for(device)
-    shapes = shapes or {}
-    found, missing = {}, []
-    for way, measure_with in WAYS.items():
-        group = [f for f in figures if FIGURES[f].way == way]
-        if not group:
-            continue
-        extra = {"way": cub_way} if way == "cub" else {}
-        got, why = measure_with(device, group, shapes, size, **extra)
-        found.update(got)
-        if why is not None:
-            missing.append(f"{why} ({', '.join(f for f in group if f not in got)} not measured)")
+    shapes = {f: tuple(s) for f, s in (shapes or {}).items()}
+    apart = APART if apart is None else apart
+    found, missing = (_apart if apart else _here)(device, figures, shapes, size, cub_way)
     found = {f: found[f] for f in figures if f in found}
     if not found:
         _say("; ".join(missing), quiet)
@@ -326,6 +334,70 @@ def measure(device, figures=tuple(FIGURES), shapes=None, scale=None, quiet=False
     if standard and cub_way is None:
         save(device, size, standard)
     return found
+
+
+def _here(device, figures, shapes, size, cub_way):
+    """Measure in this process: ({figure: entry}, [why each missing group is missing])."""
+    found, missing = {}, []
+    for way, measure_with in WAYS.items():
+        group = [f for f in figures if FIGURES[f].way == way]
+        if not group:
+            continue
+        extra = {"way": cub_way} if way == "cub" else {}
+        got, why = measure_with(device, group, shapes, size, **extra)
+        found.update(got)
+        if why is not None:
+            missing.append(f"{why} ({', '.join(f for f in group if f not in got)} not measured)")
+    return found, missing
+
+
+@dataclass(frozen=True)
+class Named:
+    """What the vendor code reads of an OpenCL device, sent to the child process."""
+    name: str
+    vendor: str
+    bus: int = None
+
+    @property
+    def pci_bus_id_nv(self):
+        if self.bus is None:
+            raise AttributeError("no PCI bus id was sent")
+        return self.bus
+
+
+def _apart(device, figures, shapes, size, cub_way):
+    """`_here` in a child process (python -m gpubook.vendor --child), the job on
+    its stdin and the result on its last line of stdout; any failure of the
+    child becomes one reason, never an exception."""
+    try:
+        bus = device.pci_bus_id_nv
+    except Exception:  # noqa: BLE001 - not NVIDIA's driver, or no bus id: match by name
+        bus = None
+    job = {"device": {"name": device.name, "vendor": device.vendor, "bus": bus},
+           "figures": figures, "shapes": shapes, "size": size, "cub_way": cub_way}
+    root = str(Path(__file__).resolve().parents[1])
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    names = f"({', '.join(figures)} not measured)"
+    try:
+        done = subprocess.run([sys.executable, "-m", "gpubook.vendor", "--child"],
+                              input=json.dumps(job), capture_output=True, text=True,
+                              env=dict(os.environ, PYTHONPATH=path), timeout=APART_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return {}, [f"the measuring process failed ({_first_line(err)}) {names}"]
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith(_MARK)]
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {}, [f"the measuring process failed (exit {done.returncode}: {tail}) {names}"]
+    out = json.loads(lines[-1][len(_MARK):])
+    return out["found"], out["missing"]
+
+
+def _child():
+    """The child's side of `_apart`: read the job, measure here, print the result."""
+    job = json.loads(sys.stdin.read())
+    shapes = {f: tuple(s) for f, s in job["shapes"].items()}
+    found, missing = _here(Named(**job["device"]), job["figures"], shapes, job["size"], job["cub_way"])
+    print(_MARK + json.dumps({"found": found, "missing": missing}, default=float), flush=True)
 
 
 def save(device, size, found, root=None):
@@ -360,20 +432,21 @@ def recorded_lines(figure, exclude=None, root=None, fmt="{:,.0f}"):
 
 def main(argv=None):
     """python -m gpubook.vendor [FIGURE ...] [--compare-cub]"""
-    import sys
-
     from .device import choose_device
 
     args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--child"]:  # measure()'s child process: no OpenCL device is opened here
+        return _child()
     compare = "--compare-cub" in args
     figures = [a for a in args if a != "--compare-cub"] or list(FIGURES)
     device = choose_device()
     if compare:  # CUB called directly against CuPy's bindings of it, same sizes, nothing recorded
         for way in ("nvcc", "cupy"):
-            for entry in (measure(device, ("cub_sum", "cub_scan"), cub_way=way) or {}).values():
+            for entry in (measure(device, ("cub_sum", "cub_scan"), cub_way=way, apart=False)
+                          or {}).values():
                 print(f"{way}: {describe(entry)}")
         return
-    for entry in (measure(device, figures) or {}).values():
+    for entry in (measure(device, figures, apart=False) or {}).values():
         print(describe(entry))
         print(f"    what: {entry.get('what', '(not recorded)')}")
 

@@ -46,6 +46,12 @@ def fake_torch(names=("NVIDIA H200",)):
         backends=SimpleNamespace(cuda=SimpleNamespace(matmul=SimpleNamespace(allow_tf32=True))))
 
 
+@pytest.fixture(autouse=True)
+def in_process(monkeypatch):
+    """The fakes below patch this process, so measure here unless a test says otherwise."""
+    monkeypatch.setattr(vendor, "APART", False)
+
+
 @pytest.fixture
 def results(tmp_path, monkeypatch):
     monkeypatch.setattr(records, "RESULTS", tmp_path)
@@ -375,3 +381,26 @@ def test_the_tf32_gemm_runs_with_tf32_allowed_and_only_it(monkeypatch, capsys, r
     assert entry["rate"] == pytest.approx(2 * 64 * 8 * 8 / 1e12 / 2e-3) and entry["rel_error"] == 3e-4
     assert "allow_tf32=True" in entry["what"] and "GEMM" in entry["what"] and "TF32" in entry["label"]
     assert "measured xtx, xtx_tf32 on NVIDIA H200" in one_line(capsys)
+
+
+def test_a_child_process_measures_and_says_why_in_one_line(capsys, results):
+    """measure() from a chapter runs the libraries in a child process; where they
+    are missing (no GPU here) its reasons come back as the same one line."""
+    assert vendor.measure(H200, ("sum", "syrk"), scale="small", apart=True) is None
+    line = one_line(capsys)
+    assert line.startswith("vendor libraries: ") and "failed" not in line, line
+    assert "(sum not measured)" in line and "(syrk not measured)" in line, line
+    assert not list(results.iterdir())
+
+
+def test_a_child_process_that_fails_is_one_line_never_an_error(monkeypatch, capsys, results):
+    monkeypatch.setattr(vendor.sys, "executable", "false")
+    assert vendor.measure(H200, "qr", scale="small", apart=True) is None
+    assert one_line(capsys) == ("vendor libraries: the measuring process failed "
+                                "(exit 1: no output) (qr not measured)")
+
+
+def test_the_child_matches_the_gpu_by_the_bus_it_was_sent():
+    assert vendor.Named("NVIDIA H200", "NVIDIA Corporation", 0x41).pci_bus_id_nv == 0x41
+    with pytest.raises(AttributeError):
+        vendor.Named("NVIDIA H200", "NVIDIA Corporation").pci_bus_id_nv
