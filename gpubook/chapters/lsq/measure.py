@@ -67,15 +67,19 @@ def portable(ctx, queue, cols, **options):
 
 
 def time_factor(cq, a, repeats=3, warmup=1):
-    """Wall time of CholeskyQR2 on the rows of a (enqueue, settle with its
-    pivots read, queue finished), as the lead's tools/check_tensor.py times it:
-    {"median_s", "q20_s", "q80_s", "by_kernel", "launches", "method",
-    "cond_estimate", "reason", and per stage of `phases` its launches and
-    device seconds: "stage_launches", "stage_s"}, and R of the last run."""
+    """Time CholeskyQR2 on the rows of a, two ways per run. By the device's
+    clock, from the first launch's start to the last one's end: how steps 3-5
+    and TSQR are timed here, and how CUDA events time cuSOLVER's call. By the
+    wall clock: everything enqueued, the pivots read back, the queue finished,
+    so the host's enqueueing of every launch counts too. Returns
+    ({"median_s", "q20_s", "q80_s"} of the device's clock, {"wall_s",
+    "wall_q20_s", "wall_q80_s"} of the wall's, "by_kernel", "launches",
+    "method", "cond_estimate", "reason", and per stage of `phases` its launches
+    and device seconds: "stage_launches", "stage_s"), and R of the last run."""
     a = tsqr.checked(a, cq.C)
     m = len(a)
     work = cq.upload(a)
-    times, trace = [], []
+    walls, spans, trace = [], [], []
     for rep in range(warmup + repeats):
         if cq.method == "TSQR":                  # the fallback overwrote the copy: start from the data again
             cl.enqueue_copy(cq.queue, work, a)
@@ -86,12 +90,15 @@ def time_factor(cq, a, repeats=3, warmup=1):
         cq.settle(work, m, trace)
         cq.queue.finish()
         if rep >= warmup:
-            times.append(time.perf_counter() - t0)
-    t = stats(times)
+            walls.append(time.perf_counter() - t0)
+            spans.append((trace[-1][1].profile.end - trace[0][1].profile.start) * 1e-9)
+    t, wall = stats(spans), stats(walls)
     r = cq.r()
     work.release()
     stages = phases([name for name, _ in trace]) if cq.method == "CholeskyQR2" else []
-    return {"median_s": t.median, "q20_s": t.q20, "q80_s": t.q80, "by_kernel": seconds_by_kernel(trace),
+    return {"median_s": t.median, "q20_s": t.q20, "q80_s": t.q80,
+            "wall_s": wall.median, "wall_q20_s": wall.q20, "wall_q80_s": wall.q80,
+            "by_kernel": seconds_by_kernel(trace),
             "launches": len(trace), "stage_launches": {label: len(idx) for label, idx in stages},
             "stage_s": {label: sum(event_seconds(trace[i][1]) for i in idx) for label, idx in stages},
             "method": cq.method, "cond_estimate": cq.cond_estimate, "reason": cq.reason}, r
