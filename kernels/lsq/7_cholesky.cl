@@ -44,7 +44,8 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void chol_diag(
     // a global fence too: the loop below overwrites in g what other work-items read
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     for (int c = 0; c < w; ++c) {
-        const double d = a[c * LDL + c], l = sqrt(d), rl = 1.0 / l;
+        // one reciprocal square root on the chain, not a square root and a division
+        const double d = a[c * LDL + c], rl = rsqrt(d), l = d * rl;
         if (lid == 0) {
             diag[j0 + c] = l;
             if (!(d > 0.0) || isinf(d))
