@@ -105,9 +105,9 @@ def _checked_kernel(ctx, device, shape, triangle, emulate):
 
 
 def product(queue, shape, a, a_off, lda, b, b_off, ldb, c, c_off, ldc, m, n, k_begin, k_end, k_chunk=None,
-            c_stride=0, alpha=1.0, accumulate=False, triangle=False, emulate=False, wait_for=None):
+            c_stride=0, alpha=1.0, accumulate=False, triangle=False, emulate=False, wait_for=None, bound=None):
     """As gpubook.tiles.launch in double (the same arguments and result), on
-    the FP64 tensor cores."""
+    the FP64 tensor cores. bound: a launch.Bound that keeps the arguments set."""
     rows = k_end - k_begin
     k_chunk = max(1, rows) if k_chunk is None else int(k_chunk)
     if triangle and m != n:
@@ -117,6 +117,7 @@ def product(queue, shape, a, a_off, lda, b, b_off, ldb, c, c_off, ldc, m, n, k_b
     groups = tiles_x * (tiles_x + 1) // 2 if triangle else tiles_y * tiles_x
     chunks = max(1, -(-rows // k_chunk))
     nt, i32 = work_items(shape), np.int32
-    return kern(queue, (groups * nt, chunks), (nt, 1), a, i32(a_off), i32(lda), b, i32(b_off), i32(ldb),
-                c, i32(c_off), i32(ldc), i32(m), i32(n), i32(k_begin), i32(k_end), i32(k_chunk), i32(c_stride),
-                i32(tiles_x), np.float64(alpha), i32(accumulate), wait_for=wait_for)
+    return (launch.call if bound is None else bound)(
+        queue, kern, (groups * nt, chunks), (nt, 1), a, i32(a_off), i32(lda), b, i32(b_off), i32(ldb),
+        c, i32(c_off), i32(ldc), i32(m), i32(n), i32(k_begin), i32(k_end), i32(k_chunk), i32(c_stride),
+        i32(tiles_x), np.float64(alpha), i32(accumulate), wait_for=wait_for)

@@ -182,9 +182,49 @@ def global_size(counts, local):
     return tuple(-(-int(c) // int(w)) * int(w) for c, w in zip(counts, local))
 
 
-def enqueue(queue, kern, counts, want, *args, wait_for=None):
+def enqueue(queue, kern, counts, want, *args, wait_for=None, bound=None):
     """Launch `kern` over at least `counts` work-items (per dimension) in
     work-groups of `want`, shrunk to fit (the kernel must check its bounds);
-    returns the event."""
+    returns the event. bound: a `Bound` that keeps the arguments set."""
     local = local_size(kern, queue.device, want)
-    return kern(queue, global_size(counts, local), local, *args, wait_for=wait_for)
+    run = call if bound is None else bound
+    return run(queue, kern, global_size(counts, local), local, *args, wait_for=wait_for)
+
+
+def call(queue, kern, global_size, local_size, *args, wait_for=None):
+    """kern(queue, global_size, local_size, *args): its arguments set, then enqueued."""
+    return kern(queue, global_size, local_size, *args, wait_for=wait_for)
+
+
+class Bound:
+    """`call`, with one copy of the kernel per distinct set of arguments, whose
+    arguments are set once. Setting an argument is not free: on an H100 (NVIDIA's
+    driver 580, 2026-11-27, tools/profile_enqueue.py) a product kernel with 18
+    arguments took 220 us of host time per launch when they were set each time, and
+    16 us when they were already set. CholeskyQR2 repeats the same ~700 launches
+    on every run, so from its second run on it only enqueues. The copies keep
+    their arguments (buffers included) alive, so the owner of a Bound should be
+    the object whose launches it serves, and no longer lived."""
+
+    def __init__(self):
+        self._kernels = {}
+
+    def __len__(self):
+        return len(self._kernels)
+
+    def __call__(self, queue, kern, global_size, local_size, *args, wait_for=None):
+        key = (id(kern), tuple(global_size), tuple(local_size), tuple(_key(a) for a in args))
+        entry = self._kernels.get(key)
+        if entry is None:
+            copy = cl.Kernel(kern.program, kern.function_name)
+            copy.set_args(*args)
+            entry = self._kernels[key] = (copy, kern, args)
+        return cl.enqueue_nd_range_kernel(queue, entry[0], global_size, local_size, wait_for=wait_for)
+
+
+def _key(arg):
+    """An argument as a key: a buffer (or other object) by identity, held alive by
+    the entry; a number by its type and value."""
+    if hasattr(arg, "dtype") and hasattr(arg, "item"):
+        return (arg.dtype.str, arg.item())
+    return ("object", id(arg))

@@ -9,7 +9,7 @@ that a sweep can skip it and say why.
 """
 import numpy as np
 
-from .launch import device_max, kernel_max, local_memory
+from .launch import call, device_max, kernel_max, local_memory
 from .device import require_fp64
 from .kernels import KernelBuildError, kernel
 
@@ -114,14 +114,14 @@ def launch_kernel(ctx, device, shape, dtype, triangle=False, aligned=False, extr
 
 def launch(queue, shape, dtype, a, a_off, lda, b, b_off, ldb, c, c_off, ldc, m, n, k_begin, k_end,
            k_chunk=None, c_stride=0, alpha=1.0, accumulate=False, triangle=False, aligned=False,
-           wait_for=None, extra=None):
+           wait_for=None, extra=None, bound=None):
     """C[c_off + i*ldc + j] (+)= alpha * sum over k of A[a_off + k*lda + i] * B[b_off + k*ldb + j]
     for i < m, j < n, k_begin <= k < k_end. With k_chunk, the rows are split in
     chunks of k_chunk (a multiple of K), one per work-group row, each writing
     its own C at c_off + chunk * c_stride. triangle: only the tiles on and
     below the diagonal (m = n). aligned: every size, offset and stride is a
     multiple of the tile (no bounds checks, 16-byte loads); the caller pads. extra: more
-    build options (get_kernel)."""
+    build options (get_kernel). bound: a launch.Bound that keeps the arguments set."""
     dtype = np.dtype(dtype)
     tm, tn, kk = shape["TM"], shape["TN"], shape["K"]
     rows = k_end - k_begin
@@ -138,6 +138,7 @@ def launch(queue, shape, dtype, a, a_off, lda, b, b_off, ldb, c, c_off, ldc, m, 
     chunks = max(1, -(-rows // k_chunk))
     nt = work_items(shape)
     i32, t = np.int32, dtype.type
-    return k(queue, (groups * nt, chunks), (nt, 1), a, i32(a_off), i32(lda), b, i32(b_off), i32(ldb),
-             c, i32(c_off), i32(ldc), i32(m), i32(n), i32(k_begin), i32(k_end), i32(k_chunk),
-             i32(c_stride), i32(tiles_x), t(alpha), i32(accumulate), wait_for=wait_for)
+    run = call if bound is None else bound
+    return run(queue, k, (groups * nt, chunks), (nt, 1), a, i32(a_off), i32(lda), b, i32(b_off), i32(ldb),
+               c, i32(c_off), i32(ldc), i32(m), i32(n), i32(k_begin), i32(k_end), i32(k_chunk),
+               i32(c_stride), i32(tiles_x), t(alpha), i32(accumulate), wait_for=wait_for)

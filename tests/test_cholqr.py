@@ -154,3 +154,23 @@ def test_least_squares_and_bad_input(cq):
         cq.r_factor(np.full((10, 13), np.nan))
     with pytest.raises(ValueError, match="x of m rows and y of m values"):
         cq.least_squares(np.ones((10, 12)), np.ones(9))
+
+
+def test_a_second_run_reuses_every_launch_with_its_arguments_set(fp64_env):
+    """launch.Bound: the launches of one CholeskyQR2 repeat from run to run, so the
+    second run adds no kernel copy and gives the same R; another matrix (another
+    buffer) gets its own copies, and its own right R."""
+    _, ctx, queue = fp64_env
+    cq = cholqr.CholeskyQR2(ctx, queue, 13, block=8, band=16, gram_shape=SMALL, update_shape=SMALL,
+                            product_shape=WIDE, inverse_shape=WIDE)
+    a = conditioned(300, 13, 1e3, seed=2)
+    buf = cq.upload(a)
+    r1 = cq.factor_buffer(buf, len(a))
+    copies = len(cq.products.bound)
+    assert copies > 0
+    r2 = cq.factor_buffer(buf, len(a))
+    assert len(cq.products.bound) == copies and np.array_equal(r1, r2)
+    assert tsqr.gram_error(r1, a) < 1e-13
+    b = conditioned(300, 13, 1e2, seed=3)
+    rb = cq.r_factor(b)
+    assert len(cq.products.bound) > copies and tsqr.gram_error(rb, b) < 1e-13

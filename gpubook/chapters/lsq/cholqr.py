@@ -69,6 +69,9 @@ class Products:
 
     def __init__(self, emulate=False):
         self.emulate = bool(emulate)
+        # the launches of one CholeskyQR2 (and its Cholesky factorisations) repeat
+        # from run to run: their arguments are set once (launch.Bound)
+        self.bound = launch.Bound()
 
     @staticmethod
     def on_tensor_cores(shape):
@@ -82,8 +85,8 @@ class Products:
 
     def __call__(self, queue, shape, *args, **kw):
         if self.on_tensor_cores(shape):
-            return dmma.product(queue, shape, *args, emulate=self.emulate, **kw)
-        return tiles.launch(queue, shape, np.float64, *args, **kw)
+            return dmma.product(queue, shape, *args, emulate=self.emulate, bound=self.bound, **kw)
+        return tiles.launch(queue, shape, np.float64, *args, bound=self.bound, **kw)
 
     @staticmethod
     def rows_step(shape):
@@ -163,16 +166,16 @@ class DeviceCholesky:
         """Factor the block of columns [j0, j0 + w) of a panel that ends at pend:
         its diagonal block, the rows below it, and the update of the panel's
         columns after it (the rest of the matrix waits for the panel's end)."""
-        q, i32, k = self.queue, np.int32, self.k
+        q, i32, k, bound = self.queue, np.int32, self.k, self.products.bound
         rest = k - j0 - w
-        trace.append(("chol_diag", self.kern["chol_diag"](q, (self.wg,), (self.wg,), g, i32(k), i32(j0), i32(w),
-                                                          diag, flag, self.linv)))
+        trace.append(("chol_diag", bound(q, self.kern["chol_diag"], (self.wg,), (self.wg,), g, i32(k), i32(j0),
+                                         i32(w), diag, flag, self.linv)))
         if rest:
             trace.append(("chol_rows", launch.enqueue(q, self.kern["chol_rows"], (rest,), (64,), g, i32(k),
-                                                      i32(j0), i32(k), self.linv)))
+                                                      i32(j0), i32(k), self.linv, bound=bound)))
         if inverse is not None:
             trace.append(("chol_cols", launch.enqueue(q, self.kern["chol_cols"], (j0 + w,), (64,), inverse,
-                                                      i32(k), i32(j0), i32(w), self.linv)))
+                                                      i32(k), i32(j0), i32(w), self.linv, bound=bound)))
         inside = pend - j0 - w                   # the panel's columns after this block
         if rest and inside:
             r12 = j0 * k + j0 + w                # R12: the block's rows, the columns after it
