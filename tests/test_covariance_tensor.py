@@ -127,3 +127,25 @@ def test_the_split_note_compares_the_best_of_each_place():
     assert ct.shape_of(rows[0]) == {"T": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16}
     assert "only the late" in ct.split_note(rows[1:])
     assert "nothing was timed" in ct.split_note([])
+
+
+def test_the_work_of_the_tensor_core_step_is_counted_tile_by_tile():
+    """ct.work: every panel of T columns is read once per panel of the triangle, and
+    the mma run over whole tiles, less the warps' blocks above a diagonal tile's
+    diagonal (one of four with 2 x 2 warps)."""
+    shape = {"T": 128, "WARPS_M": 2, "WARPS_N": 2, "KC": 16}
+    feed, flops = ct.work(shape, 131_072, 4_096)
+    assert feed == 4 * 32 * 4_096 * 131_072
+    assert flops == 2 * 131_072 * 128 * 128 * (32 * 31 // 2 + 32 * 3 / 4)
+    assert ct.work({**shape, "DIAG_SKIP": 0}, 100, 200)[1] == 2 * 112 * 128 * 128 * 3
+
+
+def test_where_the_3xtf32_time_goes_is_a_claim_of_the_run():
+    from gpubook.chapters.covariance import claims as cc
+    feed, flops = 68.7e9, 2.23e12
+    held = cc.tf32_time(0.0316, 0.0240, flops, feed, 323_000, 3_013)
+    assert held.held and "7.6 ms more than the longer of the two" in held.sentence
+    mma_bound = cc.tf32_time(0.0316, 0.0100, flops, feed, 323_000, 3_013)
+    assert mma_bound.held is False and "neither the mma nor the data" in mma_bound.sentence
+    nothing = cc.tf32_time(None, None, None, None, None, 3_013)
+    assert nothing.held is None and "needs the tensor cores" in nothing.sentence

@@ -123,3 +123,36 @@ def flush_interval(err_flushed, err_never, flush_rows, m):
                  "This needs the tensor cores, which do not run here",
                  err_flushed=err_flushed, err_never=err_never, flush_rows=flush_rows, m=m,
                  ratio=_ratio(err_never, err_flushed))
+
+
+def tf32_time(t3, t_raw, pass_flops, feed_bytes, mma_gflops, copy_gbs):
+    """Part 6.3: where 3xTF32's time goes. Its three passes of mma at chapter 0's
+    TF32 rate; the one-pass mode (truncated TF32) far above its own pass, at a
+    global-memory rate near chapter 0's copy rate, is set by the data it reads;
+    3xTF32's time beyond the longer of the two is what they do not hide."""
+    mma1 = None if not mma_gflops or pass_flops is None else pass_flops / mma_gflops / 1e9
+    mma3 = None if mma1 is None else 3 * mma1
+    rate = feed_bytes / t_raw / 1e9 if t_raw and feed_bytes else None
+    return claim(
+        "cov_tf32_time", "raw_ms >= 2 * mma1_ms and rate >= 0.7 * copy_gbs and t3_ms >= max(mma3_ms, raw_ms)",
+        "At chapter 0's TF32 rate ({tflops:,.0f} TFLOP/s) the three passes of 3xTF32 need {mma3_ms:.1f} ms "
+        "of mma, and one pass {mma1_ms:.1f} ms. Truncated TF32, one pass, takes {raw_ms:.1f} ms, "
+        "{raw_ratio:.1f}× its mma: its data, not its mma, set its time. Its tiles read {gb:,.1f} GB of X from "
+        "global memory (each panel of columns once per tile that uses it), {rate:,.0f} GB/s, "
+        "{pct:.0f}% of chapter 0's copy rate. 3xTF32 reads the same bytes and takes {t3_ms:.1f} ms: "
+        "{hidden_ms:.1f} ms more than the longer of the two, the mma ({mma3_ms:.1f} ms) and the data "
+        "({raw_ms:.1f} ms): the time in which the two do not overlap",
+        "At chapter 0's TF32 rate ({tflops:,.0f} TFLOP/s) the three passes of 3xTF32 need {mma3_ms:.1f} ms "
+        "of mma, and one pass {mma1_ms:.1f} ms. Truncated TF32 takes {raw_ms:.1f} ms, and its tiles read "
+        "{gb:,.1f} GB at {rate:,.0f} GB/s, {pct:.0f}% of chapter 0's copy rate: here neither the mma nor "
+        "the data explain its time alone. 3xTF32 takes {t3_ms:.1f} ms, for three passes of mma and the same "
+        "bytes",
+        "Where 3xTF32's time goes is not measured here: that needs the tensor cores, and chapter 0's "
+        "record of their rate",
+        t3_ms=None if t3 is None else t3 * 1e3, raw_ms=None if t_raw is None else t_raw * 1e3,
+        mma1_ms=None if mma1 is None else mma1 * 1e3, mma3_ms=None if mma3 is None else mma3 * 1e3,
+        tflops=None if not mma_gflops else mma_gflops / 1e3,
+        gb=None if feed_bytes is None else feed_bytes / 1e9, rate=rate,
+        copy_gbs=copy_gbs, pct=None if rate is None or not copy_gbs else 100 * rate / copy_gbs,
+        raw_ratio=None if mma1 is None or t_raw is None else t_raw / mma1,
+        hidden_ms=None if t3 is None or mma3 is None or t_raw is None else (t3 - max(mma3, t_raw)) * 1e3)

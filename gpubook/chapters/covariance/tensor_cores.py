@@ -81,6 +81,23 @@ def label(shape):
             + (", fed by cp.async" if shape.get("FEED") else ""))
 
 
+def work(shape, m, n):
+    """(bytes of X that the tiles read from global memory, flops of one pass of
+    mma) for S = X'X with this tile shape on m x n data. Each panel of T columns
+    is read by as many tiles as there are panels (by the tiles of its row of the
+    triangle and of its column, once on the diagonal): side x n x m floats. The
+    mma run over whole tiles and over m rounded up to KC, except the warps'
+    blocks that lie wholly above the diagonal of a diagonal tile (DIAG_SKIP)."""
+    t, wm, wn = shape["T"], shape["WARPS_M"], shape["WARPS_N"]
+    side = -(-n // t)
+    rows = -(-m // shape["KC"]) * shape["KC"]
+    bm, bn = t // wm, t // wn
+    kept = sum(1 for i in range(wm) for j in range(wn) if j * bn <= i * bm + bm - 1)
+    per_diag = kept * bm * bn if shape.get("DIAG_SKIP", 1) else t * t
+    off = side * (side - 1) // 2
+    return 4 * side * n * m, 2 * rows * (off * t * t + side * per_diag)
+
+
 def covariance_events(cov, product):
     """The tensor-core step from centred data to C, as `Covariance.covariance_events`:
     S's lower triangle from cov.xc into cov.s (the padding rows and columns skipped),
