@@ -20,10 +20,11 @@ Anywhere else `measure` says in one line why it measured nothing and returns
 None; `recorded` then gives the figures stored from the reference devices' runs.
 
 From a chapter, `measure` runs the libraries in a child process of their own
-(`APART`): a CUDA context left in the notebook's process slows the OpenCL
-launches that follow it on some drivers (tools/probe_tall.py measured part 8.3's
-tall case at 6.49 ms alone and 8.91 ms beside a CuPy context, on the same device
-time), so the chapter's own timings would carry the vendor's cost.
+(`APART`), so that the chapter's own timings share their process with no CUDA
+context. Once, on an H100, one did cost wall time: tools/probe_tall.py measured
+part 8.3's tall case at 6.49 ms alone and 8.91 ms beside a CuPy context, on the
+same device time (2026-11-27; tools/probe_gaps.py found no such cost on the next
+hosts, where setting the kernels' arguments was the host's larger cost).
 
     python -m gpubook.vendor          measure every figure on this host's GPU
                                       (recorded when GPUBOOK_RECORD=1)
