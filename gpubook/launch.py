@@ -187,8 +187,9 @@ def enqueue(queue, kern, counts, want, *args, wait_for=None, bound=None):
     work-groups of `want`, shrunk to fit (the kernel must check its bounds);
     returns the event. bound: a `Bound` that keeps the arguments set."""
     local = local_size(kern, queue.device, want)
-    run = call if bound is None else bound
-    return run(queue, kern, global_size(counts, local), local, *args, wait_for=wait_for)
+    if bound is not None:
+        return bound(queue, kern, global_size(counts, local), local, *args, wait_for=wait_for)
+    return kern(queue, global_size(counts, local), local, *args, wait_for=wait_for)
 
 
 def call(queue, kern, global_size, local_size, *args, wait_for=None):
@@ -209,7 +210,9 @@ class Bound:
     def __init__(self):
         self._kernels = {}
 
-    def __len__(self):
+    @property
+    def copies(self):
+        """The kernel copies made so far: one per distinct launch."""
         return len(self._kernels)
 
     def __call__(self, queue, kern, global_size, local_size, *args, wait_for=None):

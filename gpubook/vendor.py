@@ -33,14 +33,10 @@ hosts, where setting the kernels' arguments was the host's larger cost).
                                                        bindings of it (nothing recorded)
 """
 import datetime
-import json
-import os
-import subprocess
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
-from . import vendor_cub
+from . import vendor_apart, vendor_cub
+from .vendor_apart import first_line as _first_line
 from .vendor_calls import CUPY_CUB, cuda_timing, cupy_timing, cupy_workload, torch_workload
 from .records import device_slug, load_results, record
 from .scale import scale as scale_for
@@ -48,8 +44,6 @@ from .timing import stats
 
 CHAPTER = "vendor"
 APART = True          # measure in a child process (see the module's note); tests turn it off
-APART_TIMEOUT_S = 900
-_MARK = "gpubook.vendor result: "
 
 
 @dataclass(frozen=True)
@@ -191,11 +185,6 @@ def cupy_index(device, cupy):
     return _same_gpu(device, gpus, "CuPy")
 
 
-def _first_line(err):
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
-
-
 def _entry(figure, shape, t, error, label=None, what=None, **versions):
     """One figure's record: its call, its time (median, 20-80%), rate and error."""
     work = amount(figure, shape)
@@ -322,7 +311,7 @@ def measure(device, figures=tuple(FIGURES), shapes=None, scale=None, quiet=False
     size = scale or scale_for(device)
     shapes = {f: tuple(s) for f, s in (shapes or {}).items()}
     apart = APART if apart is None else apart
-    found, missing = (_apart if apart else _here)(device, figures, shapes, size, cub_way)
+    found, missing = (vendor_apart.measure if apart else _here)(device, figures, shapes, size, cub_way)
     found = {f: found[f] for f in figures if f in found}
     if not found:
         _say("; ".join(missing), quiet)
@@ -350,55 +339,6 @@ def _here(device, figures, shapes, size, cub_way):
         if why is not None:
             missing.append(f"{why} ({', '.join(f for f in group if f not in got)} not measured)")
     return found, missing
-
-
-@dataclass(frozen=True)
-class Named:
-    """What the vendor code reads of an OpenCL device, sent to the child process."""
-    name: str
-    vendor: str
-    bus: int = None
-
-    @property
-    def pci_bus_id_nv(self):
-        if self.bus is None:
-            raise AttributeError("no PCI bus id was sent")
-        return self.bus
-
-
-def _apart(device, figures, shapes, size, cub_way):
-    """`_here` in a child process (python -m gpubook.vendor --child), the job on
-    its stdin and the result on its last line of stdout; any failure of the
-    child becomes one reason, never an exception."""
-    try:
-        bus = device.pci_bus_id_nv
-    except Exception:  # noqa: BLE001 - not NVIDIA's driver, or no bus id: match by name
-        bus = None
-    job = {"device": {"name": device.name, "vendor": device.vendor, "bus": bus},
-           "figures": figures, "shapes": shapes, "size": size, "cub_way": cub_way}
-    root = str(Path(__file__).resolve().parents[1])
-    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
-    names = f"({', '.join(figures)} not measured)"
-    try:
-        done = subprocess.run([sys.executable, "-m", "gpubook.vendor", "--child"],
-                              input=json.dumps(job), capture_output=True, text=True,
-                              env=dict(os.environ, PYTHONPATH=path), timeout=APART_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        return {}, [f"the measuring process failed ({_first_line(err)}) {names}"]
-    lines = [ln for ln in done.stdout.splitlines() if ln.startswith(_MARK)]
-    if done.returncode != 0 or not lines:
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return {}, [f"the measuring process failed (exit {done.returncode}: {tail}) {names}"]
-    out = json.loads(lines[-1][len(_MARK):])
-    return out["found"], out["missing"]
-
-
-def _child():
-    """The child's side of `_apart`: read the job, measure here, print the result."""
-    job = json.loads(sys.stdin.read())
-    shapes = {f: tuple(s) for f, s in job["shapes"].items()}
-    found, missing = _here(Named(**job["device"]), job["figures"], shapes, job["size"], job["cub_way"])
-    print(_MARK + json.dumps({"found": found, "missing": missing}, default=float), flush=True)
 
 
 def save(device, size, found, root=None):
@@ -433,11 +373,13 @@ def recorded_lines(figure, exclude=None, root=None, fmt="{:,.0f}"):
 
 def main(argv=None):
     """python -m gpubook.vendor [FIGURE ...] [--compare-cub]"""
+    import sys
+
     from .device import choose_device
 
     args = list(sys.argv[1:] if argv is None else argv)
-    if args == ["--child"]:  # measure()'s child process: no OpenCL device is opened here
-        return _child()
+    if args == ["--child"]:  # measure()'s child process (vendor_apart): no OpenCL device is opened
+        return vendor_apart.child(_here)
     compare = "--compare-cub" in args
     figures = [a for a in args if a != "--compare-cub"] or list(FIGURES)
     device = choose_device()

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pyopencl as cl
 import pytest
 
-from gpubook import records, vendor, vendor_cub
+from gpubook import records, vendor, vendor_apart, vendor_cub
 
 H200 = SimpleNamespace(name="NVIDIA H200", vendor="NVIDIA Corporation", driver_version="580",
                        platform=SimpleNamespace(name="NVIDIA CUDA"), type=cl.device_type.GPU)
@@ -394,13 +394,13 @@ def test_a_child_process_measures_and_says_why_in_one_line(capsys, results):
 
 
 def test_a_child_process_that_fails_is_one_line_never_an_error(monkeypatch, capsys, results):
-    monkeypatch.setattr(vendor.sys, "executable", "false")
+    monkeypatch.setattr(vendor_apart.sys, "executable", "false")
     assert vendor.measure(H200, "qr", scale="small", apart=True) is None
     assert one_line(capsys) == ("vendor libraries: the measuring process failed "
                                 "(exit 1: no output) (qr not measured)")
 
 
 def test_the_child_matches_the_gpu_by_the_bus_it_was_sent():
-    assert vendor.Named("NVIDIA H200", "NVIDIA Corporation", 0x41).pci_bus_id_nv == 0x41
+    assert vendor_apart.Named("NVIDIA H200", "NVIDIA Corporation", 0x41).pci_bus_id_nv == 0x41
     with pytest.raises(AttributeError):
-        vendor.Named("NVIDIA H200", "NVIDIA Corporation").pci_bus_id_nv
+        vendor_apart.Named("NVIDIA H200", "NVIDIA Corporation").pci_bus_id_nv

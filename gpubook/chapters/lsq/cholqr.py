@@ -24,9 +24,10 @@ end, and factors again by the fallback where they say so.
 import numpy as np
 import pyopencl as cl
 
-from ... import dmma, launch, tiles
+from ... import dmma, launch
 from ...device import compute_units, require_fp64
 from ...kernels import kernel
+from .products import Products
 from .tsqr import PATH as TSQR_PATH, TSQR, checked, rank_checked_fit
 
 PATH = "lsq/7_cholesky.cl"
@@ -59,39 +60,6 @@ WIDE_FROM = 1024
 
 def _round_up(n, step):
     return -(-int(n) // int(step)) * int(step)
-
-
-class Products:
-    """The float64 products C (+)= alpha A'B of this step, as gpubook.tiles.launch
-    takes them. A shape picks the kernel: one with WM, WN (register tiles,
-    FMA) runs everywhere; one with WARPS_M, WARPS_N runs on the FP64 tensor
-    cores (gpubook.dmma; emulate=True runs that kernel anywhere, for tests)."""
-
-    def __init__(self, emulate=False):
-        self.emulate = bool(emulate)
-        # the launches of one CholeskyQR2 (and its Cholesky factorisations) repeat
-        # from run to run: their arguments are set once (launch.Bound)
-        self.bound = launch.Bound()
-
-    @staticmethod
-    def on_tensor_cores(shape):
-        return "WARPS_M" in shape
-
-    def check(self, ctx, device, shape, triangle=False):
-        if self.on_tensor_cores(shape):
-            dmma.get_kernel(ctx, device, shape, triangle, self.emulate)
-        else:
-            tiles.launch_kernel(ctx, device, shape, np.float64, triangle=triangle)
-
-    def __call__(self, queue, shape, *args, **kw):
-        if self.on_tensor_cores(shape):
-            return dmma.product(queue, shape, *args, emulate=self.emulate, bound=self.bound, **kw)
-        return tiles.launch(queue, shape, np.float64, *args, bound=self.bound, **kw)
-
-    @staticmethod
-    def rows_step(shape):
-        """The rows of one pass through local memory."""
-        return shape.get("K", shape.get("KC", 1))
 
 
 class DeviceCholesky:
@@ -168,8 +136,8 @@ class DeviceCholesky:
         columns after it (the rest of the matrix waits for the panel's end)."""
         q, i32, k, bound = self.queue, np.int32, self.k, self.products.bound
         rest = k - j0 - w
-        trace.append(("chol_diag", bound(q, self.kern["chol_diag"], (self.wg,), (self.wg,), g, i32(k), i32(j0),
-                                         i32(w), diag, flag, self.linv)))
+        trace.append(("chol_diag", self.products.launch(q, self.kern["chol_diag"], (self.wg,), (self.wg,), g,
+                                                        i32(k), i32(j0), i32(w), diag, flag, self.linv)))
         if rest:
             trace.append(("chol_rows", launch.enqueue(q, self.kern["chol_rows"], (rest,), (64,), g, i32(k),
                                                       i32(j0), i32(k), self.linv, bound=bound)))
@@ -221,13 +189,13 @@ class CholeskyQR2:
 
     def __init__(self, ctx, queue, cols, limit=COND_LIMIT, gram_shape=None, product_shape=None, block=64,
                  band=512, update_shape=None, inverse_shape=None, mma=False, emulate=False, tsqr_options=None,
-                 panel=PANEL):
+                 panel=PANEL, bind=True):
         device = queue.device
         require_fp64(device)
         if cols < 1:
             raise ValueError("the matrix needs at least one column")
         self.ctx, self.queue, self.C, self.limit = ctx, queue, int(cols), float(limit)
-        self.products = Products(emulate)
+        self.products = Products(emulate, bind)
         self.gram_note = ""
         if gram_shape is None and mma:
             gram_shape = self._mma_gram(ctx, device)

@@ -1,0 +1,45 @@
+"""The float64 products of chapter 8's step 6 (gpubook.chapters.lsq.cholqr), on
+the register tiles or the FP64 tensor cores, launched with their arguments set
+once (gpubook.launch.Bound)."""
+import numpy as np
+
+from ... import dmma, launch, tiles
+
+
+class Products:
+    """The float64 products C (+)= alpha A'B of this step, as gpubook.tiles.launch
+    takes them. A shape picks the kernel: one with WM, WN (register tiles,
+    FMA) runs everywhere; one with WARPS_M, WARPS_N runs on the FP64 tensor
+    cores (gpubook.dmma; emulate=True runs that kernel anywhere, for tests).
+    bind: CholeskyQR2's launches repeat run after run, so each one's arguments
+    are set once (`bound`, a launch.Bound); bind=False sets them at every
+    launch, as a plain kernel call does (to measure what binding saves)."""
+
+    def __init__(self, emulate=False, bind=True):
+        self.emulate = bool(emulate)
+        self.bound = launch.Bound() if bind else None
+
+    def launch(self, queue, kern, global_size, local_size, *args, wait_for=None):
+        """One launch of any kernel of the step, with `bound` where there is one."""
+        run = launch.call if self.bound is None else self.bound
+        return run(queue, kern, global_size, local_size, *args, wait_for=wait_for)
+
+    @staticmethod
+    def on_tensor_cores(shape):
+        return "WARPS_M" in shape
+
+    def check(self, ctx, device, shape, triangle=False):
+        if self.on_tensor_cores(shape):
+            dmma.get_kernel(ctx, device, shape, triangle, self.emulate)
+        else:
+            tiles.launch_kernel(ctx, device, shape, np.float64, triangle=triangle)
+
+    def __call__(self, queue, shape, *args, **kw):
+        if self.on_tensor_cores(shape):
+            return dmma.product(queue, shape, *args, emulate=self.emulate, bound=self.bound, **kw)
+        return tiles.launch(queue, shape, np.float64, *args, bound=self.bound, **kw)
+
+    @staticmethod
+    def rows_step(shape):
+        """The rows of one pass through local memory."""
+        return shape.get("K", shape.get("KC", 1))
