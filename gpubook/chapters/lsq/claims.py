@@ -129,3 +129,31 @@ def near_the_limit(runs, limit):
                  "breaks on these data",
                  "The step kept CholeskyQR2 for none of these matrices",
                  worst=worst, largest=largest, limit=limit)
+
+
+def host_enqueue(set_s, bound_s, launches, device_s):
+    """Part 8.3: the host's time to enqueue CholeskyQR2's launches with every
+    argument set at each launch against set once (launch.Bound), beside the
+    device's time for the same step."""
+    values = dict(set_ms=set_s * 1e3, bound_ms=bound_s * 1e3, device_ms=device_s * 1e3, launches=launches,
+                  set_us=set_s / launches * 1e6, bound_us=bound_s / launches * 1e6)
+    claim("lsq_host_arguments", "set_ms > 1.5 * bound_ms",
+          "The host enqueues the step's {launches:,.0f} launches in {set_ms:.1f} ms when each launch sets "
+          "its arguments ({set_us:.0f} µs a launch), and in {bound_ms:.1f} ms when they were set once, on "
+          "the first run ({bound_us:.0f} µs)",
+          "The host enqueues the step's {launches:,.0f} launches in {set_ms:.1f} ms when each launch sets "
+          "its arguments and in {bound_ms:.1f} ms when they were set once: here setting them costs little",
+          **values)
+    return claim("lsq_host_device", "set_ms > device_ms > bound_ms",
+                 "The device needs {device_ms:.1f} ms for the same launches: setting every argument, the "
+                 "host would fall behind it, and the device would wait; set once, the host stays ahead",
+                 "The device needs {device_ms:.1f} ms for the same launches, so here the host {verdict}",
+                 verdict=_verdict(set_s < device_s, bound_s < device_s), **values)
+
+
+def _verdict(ahead_set, ahead_bound):
+    """Whether the host stays ahead of the device, in words, for host_enqueue."""
+    if ahead_set == ahead_bound:
+        return "stays ahead of it either way" if ahead_set else "falls behind it either way"
+    return "stays ahead of it only when " + ("each launch sets its arguments" if ahead_set else
+                                             "the arguments were set once")

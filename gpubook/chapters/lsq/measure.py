@@ -104,6 +104,26 @@ def time_factor(cq, a, repeats=3, warmup=1):
             "method": cq.method, "cond_estimate": cq.cond_estimate, "reason": cq.reason}, r
 
 
+def enqueue_seconds(cq, a, repeats=3):
+    """Host seconds that CholeskyQR2's `enqueue` takes to enqueue its launches
+    (the median of `repeats` runs after a warm-up; each run then settles and
+    finishes before the next), and the launches of one run."""
+    a = tsqr.checked(a, cq.C)
+    m, work = len(a), cq.upload(a)
+    times, trace = [], []
+    for rep in range(1 + repeats):
+        cq.queue.finish()
+        trace = []
+        t0 = time.perf_counter()
+        cq.enqueue(work, m, trace)
+        if rep:
+            times.append(time.perf_counter() - t0)
+        cq.settle(work, m, trace)
+        cq.queue.finish()
+    work.release()
+    return float(np.median(times)), len(trace)
+
+
 def time_tsqr(ctx, queue, a, repeats=3):
     """TSQR on a fresh copy of a before every run (it overwrites its input):
     {"median_s", "q20_s", "q80_s", "by_kernel", "launches"} by its events
