@@ -105,23 +105,27 @@ def time_factor(cq, a, repeats=3, warmup=1):
 
 
 def enqueue_seconds(cq, a, repeats=3):
-    """Host seconds that CholeskyQR2's `enqueue` takes to enqueue its launches
-    (the median of `repeats` runs after a warm-up; each run then settles and
-    finishes before the next), and the launches of one run."""
+    """The host's side of CholeskyQR2, after a warm-up run: (median host seconds
+    that `enqueue` takes to enqueue the launches, median seconds that the device
+    idles between the first launch's start and the last one's end, launches of
+    one run). Each run settles and finishes before the next."""
     a = tsqr.checked(a, cq.C)
     m, work = len(a), cq.upload(a)
-    times, trace = [], []
+    host, idle, trace = [], [], []
     for rep in range(1 + repeats):
         cq.queue.finish()
         trace = []
         t0 = time.perf_counter()
         cq.enqueue(work, m, trace)
-        if rep:
-            times.append(time.perf_counter() - t0)
+        t1 = time.perf_counter()
         cq.settle(work, m, trace)
         cq.queue.finish()
+        if rep:
+            span = (trace[-1][1].profile.end - trace[0][1].profile.start) * 1e-9
+            host.append(t1 - t0)
+            idle.append(span - sum(event_seconds(ev) for _, ev in trace))
     work.release()
-    return float(np.median(times)), len(trace)
+    return float(np.median(host)), float(np.median(idle)), len(trace)
 
 
 def time_tsqr(ctx, queue, a, repeats=3):
