@@ -60,13 +60,19 @@ def record(chapter, device, scale, data, root=None, force=False, claims=True, pa
     made = recorded_claims()  # every claim the page made in this run, with whether it held
     if claims and made and "claims" not in entry["data"]:
         entry["data"]["claims"] = _jsonable(made)
+        if part is not None:  # which part made them, so that its next run replaces them all
+            for made_claim in entry["data"]["claims"].values():
+                made_claim["part"] = str(part)
     used = recorded_resources(device)  # what each kernel built on this device uses, where it says
     if used:
         entry["resources"] = _jsonable(used)
     if part is not None:
         old = json.loads(path.read_text()) if path.exists() else {}
         if old.get("scale") == scale:  # another scale's parts are not this run's
-            entry["data"] = _merged(old.get("data", {}), entry["data"])
+            kept = dict(old.get("data", {}))
+            if "claims" in kept:          # this part's earlier claims go: the code may no longer make them
+                kept["claims"] = {k: c for k, c in kept["claims"].items() if c.get("part") != str(part)}
+            entry["data"] = _merged(kept, entry["data"])
             entry["resources"] = _merged(old.get("resources", {}), entry.get("resources", {}))
         entry["data"].setdefault("parts", {})[str(part)] = entry["date"]
     path.write_text(json.dumps(entry, indent=1) + "\n")

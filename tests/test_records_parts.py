@@ -45,3 +45,23 @@ def test_without_a_part_the_record_is_written_whole(tmp_path, monkeypatch):
     records.record("06_covariance", DEVICE, "full", {"m": 1}, root=tmp_path, force=True)
     records.record("06_covariance", DEVICE, "full", {"n": 2}, root=tmp_path, force=True)
     assert read(tmp_path)["data"] == {"n": 2}
+
+
+def test_a_part_run_again_replaces_all_of_its_claims(tmp_path, monkeypatch):
+    """A claim that a part's code no longer makes must not outlive the part's next run;
+    the other parts' claims stay."""
+    monkeypatch.setattr(records, "recorded_resources", lambda device: {})
+    claims.forget()
+    claims.claim("from_8_1", "a > b", "held", "failed", glue=False, a=2, b=1)
+    records.record("08_lsq", DEVICE, "full", {"m": 1}, root=tmp_path, force=True, part="8.1")
+    claims.forget()
+    claims.claim("kept", "a > b", "held", "failed", glue=False, a=2, b=1)
+    claims.claim("dropped", "a > b", "held", "failed", glue=False, a=1, b=2)
+    records.record("08_lsq", DEVICE, "full", {"n": 1}, root=tmp_path, force=True, part="8.3")
+    claims.forget()
+    claims.claim("kept", "a > b", "held", "failed", glue=False, a=3, b=1)
+    records.record("08_lsq", DEVICE, "full", {"n": 2}, root=tmp_path, force=True, part="8.3")
+    claims.forget()
+    made = json.loads((tmp_path / "test-gpu" / "08_lsq.json").read_text())["data"]["claims"]
+    assert set(made) == {"from_8_1", "kept"} and made["kept"]["values"]["a"] == 3
+    assert made["kept"]["part"] == "8.3" and made["from_8_1"]["part"] == "8.1"
