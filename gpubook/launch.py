@@ -7,6 +7,7 @@ maximum per dimension, its local memory) and from what the built kernel allows
 maximum). A limit that the device reports as 0 or not at all is not trusted: the
 shape falls back to the other limits, and to one work-item where none is known.
 """
+import numpy as np
 import pyopencl as cl
 
 
@@ -228,6 +229,6 @@ class Bound:
 def _key(arg):
     """An argument as a key: a buffer (or other object) by identity, held alive by
     the entry; a number by its type and value."""
-    if hasattr(arg, "dtype") and hasattr(arg, "item"):
+    if isinstance(arg, np.generic):
         return (arg.dtype.str, arg.item())
     return ("object", id(arg))

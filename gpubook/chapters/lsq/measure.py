@@ -73,13 +73,15 @@ def time_factor(cq, a, repeats=3, warmup=1):
     wall clock: everything enqueued, the pivots read back, the queue finished,
     so the host's enqueueing of every launch counts too. Returns
     ({"median_s", "q20_s", "q80_s"} of the device's clock, {"wall_s",
-    "wall_q20_s", "wall_q80_s"} of the wall's, "by_kernel", "launches",
+    "wall_q20_s", "wall_q80_s"} of the wall's, the medians of the host's time
+    in `enqueue` ("enqueue_s") and of the device's idle time between the first
+    launch's start and the last one's end ("idle_s"), "by_kernel", "launches",
     "method", "cond_estimate", "reason", and per stage of `phases` its launches
     and device seconds: "stage_launches", "stage_s"), and R of the last run."""
     a = tsqr.checked(a, cq.C)
     m = len(a)
     work = cq.upload(a)
-    walls, spans, trace = [], [], []
+    walls, spans, host, idle, trace = [], [], [], [], []
     for rep in range(warmup + repeats):
         if cq.method == "TSQR":                  # the fallback overwrote the copy: start from the data again
             cl.enqueue_copy(cq.queue, work, a)
@@ -87,17 +89,21 @@ def time_factor(cq, a, repeats=3, warmup=1):
         trace = []
         t0 = time.perf_counter()
         cq.enqueue(work, m, trace)
+        t1 = time.perf_counter()
         cq.settle(work, m, trace)
         cq.queue.finish()
         if rep >= warmup:
             walls.append(time.perf_counter() - t0)
             spans.append((trace[-1][1].profile.end - trace[0][1].profile.start) * 1e-9)
+            host.append(t1 - t0)
+            idle.append(spans[-1] - sum(event_seconds(ev) for _, ev in trace))
     t, wall = stats(spans), stats(walls)
     r = cq.r()
     work.release()
     stages = phases([name for name, _ in trace]) if cq.method == "CholeskyQR2" else []
     return {"median_s": t.median, "q20_s": t.q20, "q80_s": t.q80,
             "wall_s": wall.median, "wall_q20_s": wall.q20, "wall_q80_s": wall.q80,
+            "enqueue_s": float(np.median(host)), "idle_s": float(np.median(idle)),
             "by_kernel": seconds_by_kernel(trace),
             "launches": len(trace), "stage_launches": {label: len(idx) for label, idx in stages},
             "stage_s": {label: sum(event_seconds(trace[i][1]) for i in idx) for label, idx in stages},
@@ -105,27 +111,11 @@ def time_factor(cq, a, repeats=3, warmup=1):
 
 
 def enqueue_seconds(cq, a, repeats=3):
-    """The host's side of CholeskyQR2, after a warm-up run: (median host seconds
+    """The host's side of CholeskyQR2 (`time_factor`'s runs): (median host seconds
     that `enqueue` takes to enqueue the launches, median seconds that the device
-    idles between the first launch's start and the last one's end, launches of
-    one run). Each run settles and finishes before the next."""
-    a = tsqr.checked(a, cq.C)
-    m, work = len(a), cq.upload(a)
-    host, idle, trace = [], [], []
-    for rep in range(1 + repeats):
-        cq.queue.finish()
-        trace = []
-        t0 = time.perf_counter()
-        cq.enqueue(work, m, trace)
-        t1 = time.perf_counter()
-        cq.settle(work, m, trace)
-        cq.queue.finish()
-        if rep:
-            span = (trace[-1][1].profile.end - trace[0][1].profile.start) * 1e-9
-            host.append(t1 - t0)
-            idle.append(span - sum(event_seconds(ev) for _, ev in trace))
-    work.release()
-    return float(np.median(host)), float(np.median(idle)), len(trace)
+    idles between the first launch's start and the last one's end, launches)."""
+    found, _ = time_factor(cq, a, repeats)
+    return found["enqueue_s"], found["idle_s"], found["launches"]
 
 
 def time_tsqr(ctx, queue, a, repeats=3):
