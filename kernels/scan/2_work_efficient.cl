@@ -46,7 +46,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void fitness_we(
 #endif
             run[k] = total;
         }
-        const T before = carry + wg_scan_inclusive(total, tmp) - total;
+        const T before = carry + wg_scan_exclusive(total, tmp);
         const int first = base + lid * ITEMS;
         for (int k = 0; k < ITEMS; ++k)
             if (first + k < n)

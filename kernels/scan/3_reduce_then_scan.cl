@@ -41,9 +41,9 @@ void scan_sums(__global float *restrict sums, const uint tiles)
     for (uint base = 0; base < tiles; base += WG) {
         const uint i = base + lid;
         const float v = i < tiles ? sums[i] : 0.0f;
-        const float incl = wg_scan_inclusive(v, tmp);
+        const float before = wg_scan_exclusive(v, tmp);
         if (i < tiles)
-            sums[i] = carry + incl - v;       // exclusive
+            sums[i] = carry + before;         // exclusive
         carry += tmp[WG_TOTAL];
         barrier(CLK_LOCAL_MEM_FENCE);
     }

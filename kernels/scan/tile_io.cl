@@ -97,7 +97,7 @@ float scan_items(float4 *v, __local float *tmp, float *before)
         v[q].s3 += v[q].s2;
         total = v[q].s3;
     }
-    *before = wg_scan_inclusive(total, tmp) - total;
+    *before = wg_scan_exclusive(total, tmp);
     return tmp[WG_TOTAL];
 }
 

@@ -6,7 +6,10 @@
 // halves of `tmp`, reading one and writing the other, so that a round's
 // writes cannot overwrite what another work-item has yet to read: one barrier
 // a round instead of the seed's two. `tmp` holds 2*WG + 1 values of type T;
-// afterwards tmp[WG_TOTAL] is the work-group's total.
+// afterwards tmp[WG_TOTAL] is the work-group's total. wg_scan also gives the
+// exclusive sum: the inclusive sum of the work-item to the left, read, not
+// computed as the inclusive sum minus x, so that a NaN, an Inf or a value
+// large enough to round the others away reaches only the sums that include it.
 //
 // WARP_SHUFFLE=1 (NVIDIA only: inline PTX, as chapter 4's fast.cl): each warp
 // of 32 work-items scans its values in registers with five shfl.sync.up steps
@@ -43,10 +46,11 @@ T warp_scan(T x, const int lane)
     return x;
 }
 
-T wg_scan_inclusive(T x, __local T *tmp)
+T wg_scan(T x, __local T *tmp, T *before)
 {
     const int lid = get_local_id(0), lane = lid & 31, warp = lid >> 5;
     x = warp_scan(x, lane);
+    const T left = shfl_up(x, 1);  // the sum of the lane to the left
     if (lane == 31)
         tmp[warp] = x;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -62,15 +66,16 @@ T wg_scan_inclusive(T x, __local T *tmp)
             tmp[WG + lane] = t;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (warp > 0)
-        x += tmp[WG + warp - 1];
+    const T warps_before = warp > 0 ? tmp[WG + warp - 1] : (T)0;
+    *before = (lane > 0 ? left : (T)0) + warps_before;
+    x += warps_before;
     if (lid == WG - 1)
         tmp[WG_TOTAL] = x;
     barrier(CLK_LOCAL_MEM_FENCE);
     return x;
 }
 #else
-T wg_scan_inclusive(T x, __local T *tmp)
+T wg_scan(T x, __local T *tmp, T *before)
 {
     const int lid = get_local_id(0);
     int side = 0;
@@ -83,9 +88,24 @@ T wg_scan_inclusive(T x, __local T *tmp)
         tmp[side * WG + lid] = x;
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+    *before = lid > 0 ? tmp[side * WG + lid - 1] : (T)0;  // the last round's sums
     if (lid == WG - 1)
         tmp[WG_TOTAL] = x;
     barrier(CLK_LOCAL_MEM_FENCE);
     return x;
 }
 #endif
+
+T wg_scan_inclusive(T x, __local T *tmp)
+{
+    T before;
+    return wg_scan(x, tmp, &before);
+}
+
+// The sum of the values of the work-items to the left (0 for the first).
+T wg_scan_exclusive(T x, __local T *tmp)
+{
+    T before;
+    wg_scan(x, tmp, &before);
+    return before;
+}
