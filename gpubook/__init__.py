@@ -20,6 +20,9 @@ from .scale import scale
 from .show import answer, glue, markdown_table, show_code
 from .tiles import TileError, label as tile_label
 from .timing import Timing, event_seconds, stats, sweep, table, time_events
+from .capture import arm_from_environment as _arm_capture
+
+_arm_capture()   # GPUBOOK_CAPTURE set (tools/run_notebooks.py --capture): keep the launches
 
 __all__ = [
     "DeviceChoiceError", "chapter_needs_fp64", "check_work_group", "choose_device", "device_kind",

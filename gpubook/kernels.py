@@ -16,6 +16,7 @@ class KernelBuildError(RuntimeError):
 _programs = {}
 _kernels = {}
 _logs = {}  # program int_ptr -> {device int_ptr: build log}, for gpubook.resources
+_sources = {}  # program int_ptr -> (path, source text, options), for gpubook.capture
 
 
 def source(path):
@@ -71,6 +72,7 @@ def build(ctx, path, defines=None, extra=(), preamble=""):
                 # On NVIDIA, ask ptxas for each kernel's registers, spills and barriers.
                 nv = ["-cl-nv-verbose"] if any("NVIDIA" in d.platform.name for d in ctx.devices) else []
                 prg = _programs[key] = cl.Program(ctx, text).build(options=opts + nv)
+            _sources[prg.int_ptr] = (path, text, opts)
             _logs[prg.int_ptr] = {d.int_ptr: prg.get_build_info(d, cl.program_build_info.LOG)
                                   for d in ctx.devices}
             _log_build(ctx, path, opts, preamble)   # a build that fails on purpose (a test) is no entry
@@ -79,6 +81,18 @@ def build(ctx, path, defines=None, extra=(), preamble=""):
                 f"kernels/{name} failed to build with options {' '.join(opts) or '(none)'}:\n{err}"
             ) from None
     return _programs[key]
+
+
+def source_of(program):
+    """(path, source text, build options) of a program built by `build`, else None."""
+    return _sources.get(program.int_ptr)
+
+
+def label(path, opts, name):
+    """A kernel's name in the records: `path:name[defines and flags]`."""
+    path = "+".join(path) if isinstance(path, tuple) else path
+    shown = " ".join(o[2:] if o.startswith("-D") else o for o in opts)
+    return f"{path}:{name}" + (f"[{shown}]" if shown else "")
 
 
 def build_log(program, device):

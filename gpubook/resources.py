@@ -345,12 +345,6 @@ def ptx_lines(kern_or_program, pattern, context=0, limit=8):
     return out
 
 
-def _label(path, opts, name):
-    path = "+".join(path) if isinstance(path, tuple) else path
-    shown = " ".join(o[2:] if o.startswith("-D") else o for o in opts)
-    return f"{path}:{name}" + (f"[{shown}]" if shown else "")
-
-
 def recorded_resources(device):
     """{"<path>:<name>[defines]": what kernel_resources reports} for the kernels built on this
     device (a cl.Device, or an object whose .platform is a cl.Platform: every device of it),
@@ -374,7 +368,7 @@ def recorded_resources(device):
                 res = kernel_resources(cl.Kernel(program, name), devs[0])
                 res = {k: v for k, v in res.items() if v is not None}
                 if res:
-                    found.setdefault(_label(path, opts, name), res)
+                    found.setdefault(kernels.label(path, opts, name), res)
         except cl.Error:
             continue
     return found

@@ -4,6 +4,8 @@
   python tools/run_notebooks.py --reference NB...        in place, recording results
                                                           and digests (make reference)
   python tools/run_notebooks.py --record-only NB...      record results, keep no outputs
+  python tools/run_notebooks.py --capture DIR NB...      capture every kernel launch into
+                                                          DIR/<notebook> (tools/counters.py)
 """
 import argparse
 import os
@@ -44,6 +46,7 @@ def main():
     mode.add_argument("--out", type=pathlib.Path)
     mode.add_argument("--reference", action="store_true")
     mode.add_argument("--record-only", action="store_true")
+    mode.add_argument("--capture", type=pathlib.Path)
     ap.add_argument("notebooks", nargs="+", type=pathlib.Path)
     args = ap.parse_args()
     pythonpath = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
@@ -55,6 +58,9 @@ def main():
             env = {"PYTHONPATH": pythonpath, "GPUBOOK_KERNEL_LOG": str(log)}
             if args.reference or args.record_only:
                 env["GPUBOOK_RECORD"] = "1"
+            if args.capture:
+                env["GPUBOOK_CAPTURE"] = str((args.capture / path.stem).resolve())
+                env["GPUBOOK_NOTEBOOK"] = path.stem
             nb = execute(path, env)
             kernels = log.read_text().split() if log.exists() else []
         if args.out:
