@@ -36,11 +36,29 @@ def subsets_numpy(xtx, xty, yty, k):
     return yty - np.sum(coef * rhs, axis=1), subs
 
 
+def checked(name, a, shape):
+    """`a` as a C-contiguous float64 array of `shape` with finite values, or a
+    TypeError (not real numbers) or ValueError (shape, NaN or Inf) naming it."""
+    a = np.asarray(a)
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers (converted to float64), got dtype {a.dtype}")
+    if a.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {a.shape}")
+    a = np.asarray(a, np.float64, order="C")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return a
+
+
 class SubsetSearch:
     """Step 4: the RSS of every k-subset of p candidates, one subset per work-item."""
 
     def __init__(self, ctx, queue, p, k, wg=128):
         require_fp64(queue.device)
+        for name, v in (("p", p), ("k", k), ("wg", wg)):
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        p, k, wg = int(p), int(k), int(wg)
         if not 1 <= k <= min(p, 8):
             raise ValueError(f"subset size k = {k} must be 1 to min(p, 8) = {min(p, 8)}")
         self.ctx, self.queue, self.p, self.k, self.wg = ctx, queue, p, k, wg
@@ -52,20 +70,26 @@ class SubsetSearch:
         self.kernel = kernel(ctx, "lsq/4_subsets.cl", "subset_rss", {"K": k, "P": p})
 
     def upload(self, xtx, xty):
-        if xtx.shape != (self.p + 1, self.p + 1) or xty.shape != (self.p + 1,):
-            raise ValueError(f"expected X'X of {self.p + 1} x {self.p + 1} and X'y of {self.p + 1}")
+        """Device copies of X'X ((p+1) x (p+1), the intercept first) and X'y (p+1)."""
+        q = self.p + 1
         mf = cl.mem_flags
-        return [cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(v, np.float64))
-                for v in (xtx, xty)]
+        return [cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=checked(name, v, shape))
+                for name, v, shape in (("xtx", xtx, (q, q)), ("xty", xty, (q,)))]
 
     def enqueue(self, data, yty):
+        """The RSS of every subset into `rss`; a subset whose columns are
+        (numerically) collinear gets +infinity."""
+        yty = float(checked("yty", yty, ()))
         return launch.enqueue(self.queue, self.kernel, (self.count,), (self.wg,), data[0], data[1],
                               np.float64(yty), np.uint64(0), np.uint64(self.count), self.binom, self.rss)
 
     def best(self, xtx, xty, yty):
-        """(smallest RSS, its subset of candidate indices)."""
+        """(smallest RSS, its subset of candidate indices); a clear error where
+        every subset is collinear (has an infinite RSS)."""
         self.enqueue(self.upload(xtx, xty), yty)
         out = np.empty(self.count)
         cl.enqueue_copy(self.queue, out, self.rss)
         g = int(np.argmin(out))
+        if not np.isfinite(out[g]):
+            raise ValueError(f"xtx: every subset of {self.k} candidates (with the intercept) is collinear")
         return float(out[g]), unrank(g, self.k, self.p)

@@ -148,11 +148,11 @@ def test_least_squares_and_bad_input(cq):
     assert cq.method == "CholeskyQR2"
     assert rss == pytest.approx(lsq.rss_lstsq(x, y), rel=1e-9)
     assert np.allclose(np.linalg.solve(rt, z), np.linalg.lstsq(x, y, rcond=None)[0], rtol=1e-9, atol=1e-11)
-    with pytest.raises(ValueError, match="expected 13 columns"):
+    with pytest.raises(ValueError, match="a must have 13 columns"):
         cq.r_factor(np.ones((10, 5)))
     with pytest.raises(ValueError, match="NaN or infinite"):
         cq.r_factor(np.full((10, 13), np.nan))
-    with pytest.raises(ValueError, match="x of m rows and y of m values"):
+    with pytest.raises(ValueError, match="y must hold 10 values"):
         cq.least_squares(np.ones((10, 12)), np.ones(9))
 
 

@@ -83,7 +83,7 @@ def test_refusals(fp64_env):
     with pytest.raises(ValueError, match="unknown step"):
         lsq.Includ(ctx, queue, 4, "3_blocked")
     inc = lsq.Includ(ctx, queue, 4, "1_sequential")
-    with pytest.raises(ValueError, match="rows of 4"):
+    with pytest.raises(ValueError, match="x must have 4 columns"):
         inc.upload(np.zeros((3, 5)), np.zeros(3))
     with pytest.raises(ValueError, match="NaN"):
         inc.upload(np.full((3, 4), np.nan), np.zeros(3))
@@ -241,7 +241,7 @@ def test_blocked_refusals(fp64_env):
     qr = lsq.BlockedQR(ctx, queue, 6, block_rows=4)
     with pytest.raises(ValueError, match="NaN"):
         qr.add(np.full((2, 6), np.inf), np.zeros(2))
-    with pytest.raises(ValueError, match="rows of 6"):
+    with pytest.raises(ValueError, match="x must have 6 columns"):
         qr.add(np.zeros((2, 5)), np.zeros(2))
     with pytest.raises(ValueError, match="at most 4"):
         qr.upload(np.zeros((5, 7)))

@@ -12,20 +12,13 @@ import pyopencl as cl
 from ... import launch
 from ...device import require_fp64
 from ...kernels import build
+from . import inputs
 
 
 def checked_rows(x, y, w, n):
     """Rows of n values, their responses and weights as float64, or a clear
-    error for a wrong shape, non-finite data or a negative weight."""
-    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    if x.ndim != 2 or x.shape[1] != n:
-        raise ValueError(f"expected rows of {n} values, got shape {x.shape}")
-    if not np.all(np.isfinite(x)) or not np.all(np.isfinite(y)):
-        raise ValueError("the data contain NaN or infinite values")
-    w = np.ones(len(x)) if w is None else np.asarray(w, np.float64)
-    if np.any(w < 0):
-        raise ValueError("weights must not be negative")
-    return x, y, w
+    error for a wrong dtype or shape, non-finite data or a negative weight."""
+    return inputs.rows(x, y, w, n)
 
 
 class BlockedQR:
@@ -43,10 +36,8 @@ class BlockedQR:
     def __init__(self, ctx, queue, n, nb=None, block_rows=32768):
         device = queue.device
         require_fp64(device)
-        if nb is None:
-            nb = launch.largest(device, self.NB)
-        if n < 1 or nb < 1 or block_rows < 1:
-            raise ValueError("n, nb and block_rows must be positive")
+        n, block_rows = inputs.count("n", n, 1), inputs.count("block_rows", block_rows, 1)
+        nb = launch.largest(device, self.NB) if nb is None else inputs.count("nb", nb, 1)
         self.ctx, self.queue, self.n, self.nb, self.ld = ctx, queue, n, int(nb), n + 1
         self.block_rows = int(min(block_rows, max(1, device.max_mem_alloc_size // (8 * self.ld))))
         prg = self._build(ctx, device, launch.device_max(device))
@@ -123,8 +114,9 @@ class BlockedQR:
 
     def upload(self, rows):
         """Copy a block (from `block`, at most block_rows rows) to the device."""
+        rows = inputs.matrix("rows", rows, cols=self.ld)
         if len(rows) > self.block_rows:
-            raise ValueError(f"a block holds at most {self.block_rows:,} rows")
+            raise ValueError(f"rows: a block holds at most {self.block_rows:,} rows, got {len(rows):,}")
         return cl.enqueue_copy(self.queue, self.B, np.ascontiguousarray(rows))
 
     def enqueue(self, b, trace=None):
@@ -132,7 +124,7 @@ class BlockedQR:
         events of the first and the last launch. With a list as `trace`, every
         launch's (kernel name, event) goes into it."""
         events = []
-        note = self._recorder(events, trace)
+        note = self._recorder(events, self.checked_block(b, trace))
         self._start(b)
         for k0 in range(0, self.n, self.nb):
             pw = min(self.nb, self.n - k0)
@@ -140,6 +132,13 @@ class BlockedQR:
             self._trail(b, k0, pw, self.ld, note)
         self._residual(b, note)
         return [events[0], events[-1]]
+
+    def checked_block(self, b, trace):
+        """`trace`, once b is known to be 1 .. block_rows (the rows in the block buffer)."""
+        inputs.count("b", b, 1)
+        if b > self.block_rows:
+            raise ValueError(f"b: a block holds at most {self.block_rows:,} rows, got {b:,}")
+        return trace
 
     @staticmethod
     def _recorder(events, trace):
@@ -222,6 +221,12 @@ class BlockedQR:
 
     def load_triangular(self, rt, z, sserr):
         """Start from an upper-triangular R (n x n), z = Q'y and a residual sum of squares."""
-        cl.enqueue_copy(self.queue, self.R, np.ascontiguousarray(np.column_stack([rt, z]), np.float64))
-        self.sserr = float(sserr)
+        rt, z = inputs.matrix("rt", rt, cols=self.n), inputs.vector("z", z, self.n)
+        if len(rt) != self.n or np.any(np.tril(rt, -1)):
+            raise ValueError(f"rt must be upper triangular, {self.n} x {self.n}, got shape {rt.shape}")
+        sserr = inputs.scalar("sserr", sserr)
+        if sserr < 0:
+            raise ValueError(f"sserr (a residual sum of squares) must not be negative, got {sserr}")
+        cl.enqueue_copy(self.queue, self.R, np.ascontiguousarray(np.column_stack([rt, z])))
+        self.sserr = sserr
         return self

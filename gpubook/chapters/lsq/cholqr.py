@@ -28,7 +28,8 @@ from ... import dmma, launch
 from ...device import compute_units, require_fp64
 from ...kernels import kernel
 from .products import Products
-from .tsqr import PATH as TSQR_PATH, TSQR, checked, rank_checked_fit
+from . import inputs
+from .tsqr import PATH as TSQR_PATH, TSQR, checked, checked_rows_buffer, fit_rows, rank_checked_fit
 
 PATH = "lsq/7_cholesky.cl"
 COND_LIMIT = 1e7
@@ -76,9 +77,8 @@ class DeviceCholesky:
             raise ValueError("a panel holds at least one block")
         self.panel = int(panel)
         require_fp64(device)
-        if k < 1 or block < 1:
-            raise ValueError("the matrix and the block need at least one column")
-        self.ctx, self.queue, self.k = ctx, queue, int(k)
+        self.ctx, self.queue, self.k = ctx, queue, inputs.count("k", k, 1)
+        inputs.count("block", block, 1)
         self.products = products or Products()
         self.update_shape = dict(update_shape or UPDATE_SHAPE)
         self.product_shape = dict(product_shape or PRODUCT_SHAPE)
@@ -109,6 +109,11 @@ class DeviceCholesky:
         """Factor g (k x k, stride k) in place; L^-1 into `inverse` when given.
         `status(slot)` reads the pivots afterwards."""
         q, i32, k, cb = self.queue, np.int32, self.k, self.CB
+        if slot not in (0, 1):
+            raise ValueError(f"slot must be 0 or 1, got {slot!r}")
+        for name, buf in (("g", g), ("inverse", inverse)):
+            if buf is not None:
+                inputs.buffer(name, buf, 8 * k * k)
         trace = [] if trace is None else trace
         diag, flag = self.diag[slot], self.flag[slot]
         cl.enqueue_fill_buffer(q, flag, np.int32(0), 0, 4)
@@ -192,9 +197,8 @@ class CholeskyQR2:
                  panel=PANEL, bind=True):
         device = queue.device
         require_fp64(device)
-        if cols < 1:
-            raise ValueError("the matrix needs at least one column")
-        self.ctx, self.queue, self.C, self.limit = ctx, queue, int(cols), float(limit)
+        self.ctx, self.queue, self.C = ctx, queue, inputs.count("cols", cols, 1)
+        self.limit = float(limit)
         self.products = Products(emulate, bind)
         self.gram_note = ""
         if gram_shape is None and mma:
@@ -300,8 +304,7 @@ class CholeskyQR2:
     def enqueue(self, buf, m, trace=None):
         """Enqueue all of CholeskyQR2 on the m rows in buf (left as they are);
         `settle` then reads the pivots and falls back where they say so."""
-        if m < 1:
-            raise ValueError("the matrix needs at least one row")
+        m = checked_rows_buffer(buf, m, self.C)
         trace = [] if trace is None else trace
         self._buffers(m)
         c, q, i32, tt = self.C, self.queue, np.int32, (self.TT, self.TT)
@@ -363,9 +366,14 @@ class CholeskyQR2:
     def least_squares(self, x, y):
         """(X's triangle, Q'y, residual sum of squares) of the fit of y on x;
         columns of x that depend on earlier ones (`dependent`) get zero rows
-        and the residual sum is the true minimum (tsqr.rank_checked_fit)."""
-        x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-        if x.ndim != 2 or y.shape != (len(x),):
-            raise ValueError(f"expected x of m rows and y of m values, got {x.shape} and {y.shape}")
-        *fit, self.dependent = rank_checked_fit(self.r_factor(np.column_stack([x, y])))
+        and the residual sum is the true minimum (tsqr.rank_checked_fit).
+        Where CholeskyQR2's own R shows such columns (its pivots passed, but
+        the data are rank-deficient), the fit is made again by TSQR, the path
+        that keeps R'R = A'A to rounding whatever the rank."""
+        a = fit_rows(x, y, self.C)
+        buf = self.upload(a)
+        *fit, self.dependent = rank_checked_fit(self.factor_buffer(buf, len(a)))
+        if self.dependent and self.method == "CholeskyQR2":
+            self._fall_back(buf, len(a), None, f"columns {self.dependent} of x depend on the others")
+            *fit, self.dependent = rank_checked_fit(self.r())
         return tuple(fit)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyopencl as cl
 
-from . import blocked as blocked_qr, tiled as tiled_qr
+from . import blocked as blocked_qr, inputs, tiled as tiled_qr
 from .blocked import checked_rows
 from ... import launch
 from ...device import require_fp64
@@ -60,13 +60,26 @@ class Factor:
 
     @classmethod
     def from_triangular(cls, rt, z, sserr):
-        """Miller's form from an upper-triangular R (any signs) and z = Q'y."""
+        """Miller's form from an upper-triangular R (any signs) and z = Q'y.
+        A row whose pivot is exactly zero may still hold non-zeros to its right
+        (a Householder step that meets an exactly zero column leaves its row as
+        it was): Miller's form cannot keep them on that row (d = 0), so the row
+        goes into the rows below as a row of data of weight 1, as includ does
+        where d is zero, and what it held of y that they cannot take goes into
+        the residual. R'DR and the residual sums are then those of R and z."""
+        rt, z = inputs.array("rt", rt, 2), inputs.vector("z", z, len(rt))
         n = len(z)
+        if rt.shape != (n, n):
+            raise ValueError(f"rt must be square ({n} x {n}, as z), got shape {rt.shape}")
         diag = np.diag(rt).copy()
-        safe = np.where(diag == 0.0, 1.0, diag)
-        unit = np.where(diag[:, None] == 0.0, 0.0, rt / safe[:, None])
-        return cls(diag**2, unit[np.triu_indices(n, 1)].copy(), np.where(diag == 0.0, 0.0, z / safe),
-                   float(sserr))
+        zero = diag == 0.0
+        safe = np.where(zero, 1.0, diag)
+        unit = np.where(zero[:, None], 0.0, rt / safe[:, None])
+        f = cls(diag**2, unit[np.triu_indices(n, 1)].copy(), np.where(zero, 0.0, z / safe),
+                inputs.scalar("sserr", sserr))
+        for i in np.flatnonzero(zero):
+            include_row(f, rt[i, i + 1:].copy(), z[i], 1.0, first=i + 1)
+        return f
 
     def gram(self):
         """X'WX as the factorisation holds it: R'DR."""
@@ -172,6 +185,7 @@ class Includ:
     def __init__(self, ctx, queue, n, step, wg=None):
         device = queue.device
         require_fp64(device)
+        n = inputs.count("n", n, 1)
         if step not in STEPS:
             raise ValueError(f"unknown step {step!r}; use one of {', '.join(STEPS)}")
         self.ctx, self.queue, self.n, self.step = ctx, queue, n, step
@@ -201,6 +215,8 @@ class Includ:
 
     def load(self, f):
         """Start from a factorisation in Miller's form."""
+        if len(f.d) != self.n:
+            raise ValueError(f"f must be a factorisation of {self.n} columns, got {len(f.d)}")
         for host, buf in zip((f.d, f.rbar, f.thetab, np.array([f.sserr])), self.state):
             if host.size:
                 cl.enqueue_copy(self.queue, buf, np.ascontiguousarray(host, np.float64))
@@ -210,12 +226,18 @@ class Includ:
         """Device copies of the rows (float64), their responses and weights."""
         x, y, w = checked_rows(x, y, w, self.n)
         mf = cl.mem_flags
-        return [cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(a))
-                for a in (x, y, w)]
+        if not len(x):            # no rows: buffers of one value (OpenCL has none of 0 bytes), none read
+            return [cl.Buffer(self.ctx, mf.READ_ONLY, 8) for _ in range(3)]
+        return [cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a) for a in (x, y, w)]
 
     def enqueue(self, data, row0, rows):
-        """Include rows row0 .. row0+rows-1 of uploaded data; returns the event."""
+        """Include rows row0 .. row0+rows-1 of uploaded data; returns the event
+        (None where rows is 0: nothing to launch)."""
         x, y, w = data
+        row0, rows = inputs.count("row0", row0, 0), inputs.count("rows", rows, 0)
+        if not rows:
+            return None
+        inputs.buffer("data (its rows)", x, 8 * self.n * (row0 + rows))
         args = (x, y, w, np.int32(row0), np.int32(rows), np.int32(self.n), *self.state)
         if self.step == "1_sequential":
             return self.kernel(self.queue, (1,), (1,), *args, self.xrow)

@@ -12,6 +12,7 @@ import numpy as np
 import pyopencl as cl
 
 from ... import launch, tiles
+from . import inputs
 from .blocked import BlockedQR
 from ...kernels import build
 
@@ -31,9 +32,7 @@ class TiledQR(BlockedQR):
 
     def __init__(self, ctx, queue, n, nb=16, outer=128, block_rows=32768, shape=None, chunk=2048,
                  rows_per_item=1):
-        if rows_per_item < 1:
-            raise ValueError("rows_per_item must be at least 1")
-        self.RPI = int(rows_per_item)
+        self.RPI = inputs.count("rows_per_item", rows_per_item, 1)
         super().__init__(ctx, queue, n, nb=nb, block_rows=block_rows)
         self.shape = dict(shape or DEFAULT_SHAPE)
         if outer < nb or outer % nb:
@@ -60,7 +59,7 @@ class TiledQR(BlockedQR):
     def enqueue(self, b, trace=None):
         """Fold the b rows in the block buffer into R (as BlockedQR.enqueue)."""
         events = []
-        note = self._recorder(events, trace)
+        note = self._recorder(events, self.checked_block(b, trace))
         self._start(b)
         for k_outer in range(0, self.n, self.outer):
             end = min(k_outer + self.outer, self.n)

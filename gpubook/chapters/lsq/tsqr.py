@@ -17,6 +17,7 @@ import pyopencl as cl
 from ... import launch
 from ...device import require_fp64
 from ...kernels import kernel
+from . import inputs
 
 PATH = "lsq/6_tsqr.cl"
 
@@ -52,11 +53,13 @@ def rank_checked_fit(r):
     """(X's triangle, z = Q'y, residual sum of squares, dependent columns) from
     R of [X y], with Miller's `sing` (gpubook.chapters.lsq.rows) run on it as
     Includ and BlockedQR run it. A column of X that depends on the columns
-    before it leaves only rounding on R's diagonal, and a reflection built from
-    that rounding takes a random share of y away: the residual comes out below
-    the true minimum and X's triangle is nearly singular. Such columns get a
-    zero row (d = 0) and their share goes back into the residual, which is then
-    lstsq's. Where no column depends on the others, R is used as it is."""
+    before it leaves only rounding (or an exact zero) on R's diagonal, and a
+    reflection built from that rounding takes a random share of y away: the
+    residual comes out below the true minimum and X's triangle is nearly
+    singular. Such columns get a zero row (d = 0) and their share goes back
+    into the residual, which is then lstsq's (an exact zero pivot's row is
+    first folded into the rows below: Factor.from_triangular). Where no
+    column depends on the others, R is used as it is."""
     from .rows import Factor, sing
 
     rt, z, rss = fit_from_r(r)
@@ -68,16 +71,23 @@ def rank_checked_fit(r):
     return rt, z, rss, dependent
 
 
-def checked(a, cols=None):
-    """A as a C-contiguous float64 matrix, or a clear error."""
-    a = np.asarray(a, np.float64)
-    if a.ndim != 2 or a.shape[0] < 1 or a.shape[1] < 1:
-        raise ValueError(f"expected a matrix with at least one row and one column, got shape {a.shape}")
-    if cols is not None and a.shape[1] != cols:
-        raise ValueError(f"expected {cols} columns, got {a.shape[1]}")
-    if not np.all(np.isfinite(a)):
-        raise ValueError("the matrix contains NaN or infinite values")
-    return np.ascontiguousarray(a)
+def checked(a, cols=None, name="a"):
+    """A as a C-contiguous float64 matrix of at least one row (and `cols`
+    columns where given), or a clear error."""
+    return inputs.matrix(name, a, cols=cols, min_rows=1)
+
+
+def fit_rows(x, y, cols):
+    """[x y] for a factorisation of `cols` columns (x of cols - 1), or a clear error."""
+    x = inputs.matrix("x", x, cols=cols - 1, min_rows=1, min_cols=0)
+    return np.column_stack([x, inputs.vector("y", y, len(x))])
+
+
+def checked_rows_buffer(buf, m, cols):
+    """m (at least 1) rows of `cols` float64 values in buf, or a clear error."""
+    m = inputs.count("m", m, 1)
+    inputs.buffer("buf", buf, 8 * m * cols)
+    return m
 
 
 class TSQR:
@@ -91,9 +101,9 @@ class TSQR:
     def __init__(self, ctx, queue, cols, block_rows=None, wg=256, in_local=None):
         device = queue.device
         require_fp64(device)
-        if cols < 1:
-            raise ValueError("the matrix needs at least one column")
-        self.ctx, self.queue, self.C = ctx, queue, int(cols)
+        self.ctx, self.queue, self.C = ctx, queue, inputs.count("cols", cols, 1)
+        if block_rows is not None:
+            inputs.count("block_rows", block_rows, 1)
         self.k, self.wg, self.in_local = {}, {}, {}
         for part, name in ((1, "tsqr_leaf"), (2, "tsqr_tree")):
             self._build(device, part, name, self._wanted(device, int(wg)), block_rows, in_local)
@@ -148,8 +158,7 @@ class TSQR:
         """R of the m rows in `buf` (which may be overwritten); returns the
         events of the first and last launch, and with a list as `trace`, every
         (kernel name, event)."""
-        if m < 1:
-            raise ValueError("the matrix needs at least one row")
+        m = checked_rows_buffer(buf, m, self.C)
         q, i32, c = self.queue, np.int32, self.C
         count = self.leaves(m)
         if count > self._capacity:
@@ -185,10 +194,7 @@ class TSQR:
         """(X's triangle, Q'y, residual sum of squares) of the fit of y on x;
         columns of x that depend on earlier ones (`dependent`) get zero rows
         and the residual sum is the true minimum (rank_checked_fit)."""
-        x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-        if x.ndim != 2 or y.shape != (len(x),):
-            raise ValueError(f"expected x of m rows and y of m values, got {x.shape} and {y.shape}")
-        *fit, self.dependent = rank_checked_fit(self.r_factor(np.column_stack([x, y])))
+        *fit, self.dependent = rank_checked_fit(self.r_factor(fit_rows(x, y, self.C)))
         return tuple(fit)
 
     def factor(self, x, y):

@@ -1,0 +1,80 @@
+"""What chapter 8's entry points accept, checked before anything is launched:
+real numbers (converted to float64, C order), the shapes each one expects,
+finite values, and device buffers large enough for the rows they are told of.
+A bad input gets a ValueError or TypeError naming the argument and what was
+expected, never a raw OpenCL error or a number."""
+import numpy as np
+
+REAL_KINDS = "biuf"  # bool, signed and unsigned integers, floats
+
+
+def array(name, a, ndim):
+    """`a` as a C-contiguous float64 array of `ndim` dimensions with finite values."""
+    try:
+        arr = np.asarray(a)
+    except ValueError as err:  # ragged nested lists
+        raise ValueError(f"{name} must be a {ndim}-dimensional array of real numbers ({err})") from None
+    if arr.dtype.kind not in REAL_KINDS:
+        raise TypeError(f"{name} must hold real numbers (converted to float64), got dtype {arr.dtype}")
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
+    arr = np.asarray(arr, np.float64, order="C")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return arr
+
+
+def matrix(name, a, cols=None, min_rows=0, min_cols=1):
+    """A float64 matrix of at least `min_rows` rows and exactly `cols` columns
+    (at least `min_cols` where cols is None)."""
+    a = array(name, a, 2)
+    if cols is not None and a.shape[1] != cols:
+        raise ValueError(f"{name} must have {cols} columns, got shape {a.shape}")
+    if a.shape[1] < min_cols:
+        raise ValueError(f"{name} must have at least {min_cols} column(s), got shape {a.shape}")
+    if a.shape[0] < min_rows:
+        raise ValueError(f"{name} must have at least {min_rows} row(s), got shape {a.shape}")
+    return a
+
+
+def vector(name, v, length):
+    """A float64 vector of `length` values."""
+    v = array(name, v, 1)
+    if len(v) != length:
+        raise ValueError(f"{name} must hold {length} values, got {len(v)}")
+    return v
+
+
+def scalar(name, v):
+    """A finite real number as a float."""
+    return float(array(name, v, 0))
+
+
+def count(name, n, least):
+    """An integer of at least `least` (a Python or NumPy integer, not a float)."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {n!r}")
+    if n < least:
+        raise ValueError(f"{name} must be at least {least}, got {n}")
+    return int(n)
+
+
+def rows(x, y, w, n):
+    """Rows of n values (x), their responses (y) and non-negative weights (w,
+    ones where None), all float64."""
+    x = matrix("x", x, cols=n)
+    y = vector("y", y, len(x))
+    w = np.ones(len(x)) if w is None else vector("w", w, len(x))
+    if np.any(w < 0):
+        raise ValueError("w (the weights) must not be negative")
+    return x, y, w
+
+
+def buffer(name, buf, nbytes):
+    """A device buffer that holds at least `nbytes`."""
+    size = getattr(buf, "size", None)
+    if size is None:
+        raise TypeError(f"{name} must be a pyopencl Buffer, got {type(buf).__name__}")
+    if size < nbytes:
+        raise ValueError(f"{name} holds {size:,} bytes; {nbytes:,} are needed for the rows asked for")
+    return buf
