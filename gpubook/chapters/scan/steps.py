@@ -8,6 +8,7 @@ reference, the input checks, and the launches of kernels/scan/.
 """
 import numpy as np
 import pyopencl as cl
+import pyopencl.array as cla
 
 from ... import launch
 from ...kernels import KernelBuildError, kernel
@@ -16,19 +17,30 @@ LIST_STEPS = ("1_hillis_steele", "2_work_efficient")
 DEVICE_STEPS = ("3_reduce_then_scan", "4_single_pass")
 WG_SCAN = "scan/wg_scan.cl"
 TILE_IO = "scan/tile_io.cl"
+SINGLE_PASS_ATOMICS = "cl_khr_int64_base_atomics"
+
+
+def check_labels(labels, name="labels"):
+    """Refuse labels other than 0 and 1, showing the first few found."""
+    labels = np.asarray(labels)
+    wrong = (labels != 0) & (labels != 1)
+    bad = np.unique(labels[wrong])
+    if bad.size:
+        shown = ", ".join(str(v) for v in bad[:5].tolist()) + (", ..." if bad.size > 5 else "")
+        raise ValueError(f"{name} must be 0 (negative) or 1 (positive); found {shown} "
+                         f"({np.count_nonzero(wrong):,} of {labels.size:,} labels)")
 
 
 def check_inputs(scores, labels):
     """Refuse what has no fitness: labels other than 0 and 1, NaN scores, or a
     single class (n = 1 included), where one of the rates divides by zero."""
     scores, labels = np.asarray(scores), np.asarray(labels)
+    if labels.ndim != 1 or scores.ndim not in (1, 2):
+        raise ValueError(f"expected scores of one model (1-D) or one per row (2-D) and one "
+                         f"label per example (1-D); got scores {scores.shape}, labels {labels.shape}")
     if scores.shape[-1] != labels.shape[-1]:
         raise ValueError(f"{scores.shape[-1]} scores per model but {labels.shape[-1]} labels")
-    bad = np.unique(labels[(labels != 0) & (labels != 1)])
-    if bad.size:
-        shown = ", ".join(str(v) for v in bad[:5].tolist()) + (", ..." if bad.size > 5 else "")
-        raise ValueError(f"labels must be 0 (negative) or 1 (positive); found {shown} "
-                         f"({np.count_nonzero((labels != 0) & (labels != 1)):,} of {labels.size:,} labels)")
+    check_labels(labels)
     if np.isnan(scores).any():
         raise ValueError("NaN scores have no place in the order: the fitness is undefined")
     positives = int(np.count_nonzero(labels))
@@ -120,9 +132,61 @@ def build(ctx, device, sources, names, defines, shuffle):
 
 def _check_wg(device, wg, local_bytes, kern=None):
     """A clear error (launch.LaunchError) for a work-group this device or kernel cannot run."""
+    if isinstance(wg, bool) or not isinstance(wg, (int, np.integer)):
+        raise TypeError(f"wg: expected an integer work-group size, got {type(wg).__name__}")
     if wg < 1 or wg & (wg - 1):
-        raise ValueError(f"work-group size {wg} is not a power of two")
+        raise ValueError(f"wg: work-group size {wg} is not a power of two")
     launch.check(device, wg, local_bytes, kern)
+
+
+def work_group(device, wg, want, local_bytes, build):
+    """(wg, build(wg)), the kernels built for work-groups of wg. wg None: the largest
+    power of two up to `want` that the device runs with local_bytes(wg) of local
+    memory, halved until every built kernel runs it too (a kernel's own limit, its
+    registers included, is known only once it is built). A given wg is checked."""
+    if wg is not None:
+        _check_wg(device, wg, local_bytes(wg))
+        kernels = build(wg)
+        for k in kernels:
+            _check_wg(device, wg, 0, k)
+        return wg, kernels
+    wg = launch.largest(device, want, local_bytes)
+    while True:
+        kernels = build(wg)
+        fits = min(launch.largest(device, wg, local_bytes, kern=k) for k in kernels)
+        if fits == wg:
+            return wg, kernels
+        wg = fits
+
+
+def count(n, name="n", most=2**31 - 1):
+    """n as an int, 0 to `most`; TypeError or ValueError naming `name` otherwise."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"{name}: expected an integer count, got {type(n).__name__}")
+    if not 0 <= n <= most:
+        raise ValueError(f"{name}: expected 0 to {most:,}, got {n:,}")
+    return int(n)
+
+
+def device_buffer(arg, name, n, dtype):
+    """The cl.Buffer of `arg`, a cl.Buffer or a contiguous pyopencl array of `dtype`
+    from its buffer's start, after checking that it holds at least n items."""
+    dtype = np.dtype(dtype)
+    if isinstance(arg, cla.Array):
+        if arg.dtype != dtype:
+            raise TypeError(f"{name}: expected {dtype} items, got a pyopencl array of {arg.dtype}")
+        if not arg.flags.c_contiguous or arg.offset:
+            raise ValueError(f"{name}: expected a contiguous pyopencl array that starts at the "
+                             "start of its buffer; pass a copy")
+        have, buf = arg.size, arg.data
+    elif isinstance(arg, cl.Buffer):
+        have, buf = arg.size // dtype.itemsize, arg
+    else:
+        raise TypeError(f"{name}: expected a cl.Buffer or a pyopencl array of {dtype}, "
+                        f"got {type(arg).__name__}")
+    if n > have:
+        raise ValueError(f"n = {n:,} is more than {name} holds ({have:,} {dtype} items)")
+    return buf
 
 
 def list_local_bytes(step, wg, items=8):
@@ -133,34 +197,40 @@ def list_local_bytes(step, wg, items=8):
 class ListFitness:
     """Steps 1-2: one work-group computes the fitness of one sorted list of labels."""
 
-    def __init__(self, ctx, queue, step, wg=256, items=8, shuffle=False):
+    def __init__(self, ctx, queue, step, wg=None, items=8, shuffle=False):
+        """wg: work-items, by default the most (a power of two, up to 256) that the
+        device and the built kernel allow."""
         if step not in LIST_STEPS:
             raise ValueError(f"unknown step {step!r}; use one of {', '.join(LIST_STEPS)}")
-        _check_wg(queue.device, wg, list_local_bytes(step, wg, items))
-        defines = {"WG": wg, "T": "uint"}
-        if step == "2_work_efficient":
-            defines["ITEMS"] = items
+        if count(items, "items") < 1:
+            raise ValueError("items: expected at least 1 label per work-item, got 0")
         name = "fitness_hs" if step == "1_hillis_steele" else "fitness_we"
-        self.kernel, = build(ctx, queue.device, (WG_SCAN, f"scan/{step}.cl"), [name], defines, shuffle)
-        _check_wg(queue.device, wg, 0, self.kernel)
-        self.ctx, self.queue, self.wg = ctx, queue, wg
+        src = (WG_SCAN, f"scan/{step}.cl")
+        extra = {"ITEMS": items} if step == "2_work_efficient" else {}
+        self.wg, (self.kernel,) = work_group(
+            queue.device, wg, 256, lambda w: list_local_bytes(step, w, items),
+            lambda w: build(ctx, queue.device, src, [name], {"WG": w, "T": "uint", **extra}, shuffle))
+        self.ctx, self.queue = ctx, queue
         self.out = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16)
 
     def _on_device(self, sorted_labels, n):
-        """A device buffer of the labels: a buffer (or pyopencl array) as it is, a
-        NumPy array of integer labels copied to a new one."""
+        """A device buffer of the first n labels (n >= 2): a buffer (or pyopencl array of
+        int32) as it is, a NumPy array of integer labels, checked, copied to a new one."""
+        if count(n) < 2:
+            raise ValueError(f"n = {n}: fewer than 2 examples are one class at most, "
+                             "so the fitness is undefined")
         if isinstance(sorted_labels, np.ndarray):
-            a = np.asarray(sorted_labels)
+            a = sorted_labels
             if a.ndim != 1 or len(a) < n or not np.issubdtype(a.dtype, np.integer):
                 raise ValueError(f"expected at least n = {n:,} integer labels in one dimension, "
                                  f"got {a.dtype} of shape {a.shape}")
+            check_labels(a[:n], "sorted_labels")
             return cl.Buffer(self.ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
                              hostbuf=np.ascontiguousarray(a[:n], np.int32))
-        data = getattr(sorted_labels, "data", sorted_labels)        # a pyopencl.array.Array
-        if not isinstance(data, cl.MemoryObjectHolder):
+        if not isinstance(sorted_labels, (cl.Buffer, cla.Array)):
             raise TypeError("expected the sorted labels as a device buffer or a NumPy array of int32, "
                             f"got {type(sorted_labels).__name__}")
-        return data
+        return device_buffer(sorted_labels, "sorted_labels", n, np.int32)
 
     def enqueue(self, sorted_labels, n):
         """sorted_labels: n int32 labels in fitness order, a device buffer (a
@@ -169,7 +239,14 @@ class ListFitness:
         return self.kernel(self.queue, (self.wg,), (self.wg,), buf, np.int32(n), self.out)
 
     def fitness(self, sorted_labels, n):
-        self.enqueue(sorted_labels, n)
+        """The fitness of the first n labels (0 or 1) in fitness order; labels on the
+        device are read back once to check that they are 0 or 1."""
+        buf = self._on_device(sorted_labels, n)
+        if not isinstance(sorted_labels, np.ndarray):
+            host = np.empty(n, np.int32)
+            cl.enqueue_copy(self.queue, host, buf)
+            check_labels(host, "sorted_labels")
+        self.enqueue(buf, n)
         out = np.empty(2, np.uint64)
         cl.enqueue_copy(self.queue, out, self.out)
         positives = int(out[1])
@@ -208,32 +285,49 @@ def scan_shapes(device, candidates, look=32):
     return ok, skipped
 
 
+def single_pass_unavailable(device):
+    """Why the single pass cannot run on this device, in one line, or None: its
+    status words need 64-bit atomics (cl_khr_int64_base_atomics)."""
+    if SINGLE_PASS_ATOMICS in str(getattr(device, "extensions", "")).split():
+        return None
+    name = str(getattr(device, "name", "this device")).strip()
+    return (f"{name} has no {SINGLE_PASS_ATOMICS} (64-bit atomics), which the single pass's "
+            "look-back needs: the reduce-then-scan runs in its place")
+
+
 class DeviceScan:
     """Step 3: an inclusive float32 scan of a whole buffer, in three launches
-    (reduce, then scan) or in one (decoupled look-back)."""
+    (reduce, then scan) or in one (decoupled look-back). Where the device has no
+    64-bit atomics, the single pass is built as the reduce-then-scan, and
+    `fallback` says why (None otherwise)."""
 
-    def __init__(self, ctx, queue, step, wg=256, items=16, look=None, stage=True, shuffle=False):
-        """look: tiles looked back at once, by default 32 (or all the work-group's
-        work-items, when it has fewer); stage: the tile through local memory; shuffle:
-        the warp-shuffle work-group scan (NVIDIA only, ShuffleUnavailable elsewhere)."""
-        look = min(32, wg) if look is None else look
+    def __init__(self, ctx, queue, step, wg=None, items=16, look=None, stage=True, shuffle=False):
+        """wg: work-items, by default the most (a power of two, up to 256) that the
+        device and the built kernels allow; look: tiles looked back at once, by default
+        32 (or all the work-group's work-items, when it has fewer); stage: the tile
+        through local memory; shuffle: the warp-shuffle work-group scan (NVIDIA only,
+        ShuffleUnavailable elsewhere)."""
         if step not in DEVICE_STEPS:
             raise ValueError(f"unknown step {step!r}; use one of {', '.join(DEVICE_STEPS)}")
-        if items % 4 or (items * wg // 4) % wg:
-            raise ValueError(f"ITEMS={items} must be a multiple of 4")
-        tile = items * wg
-        if not 1 <= look <= wg:
-            raise ValueError(f"the look-back window ({look}) must be 1 to the work-group size ({wg})")
-        _check_wg(queue.device, wg, scan_local_bytes(wg, items, look, stage))
-        self.ctx, self.queue, self.step, self.wg, self.tile = ctx, queue, step, wg, tile
+        if count(items, "items") < 4 or items % 4:
+            raise ValueError(f"items: expected a multiple of 4 (4 or more), got {items}")
+        self.fallback = single_pass_unavailable(queue.device) if step == DEVICE_STEPS[1] else None
+        step = DEVICE_STEPS[0] if self.fallback else step
         src = (WG_SCAN, TILE_IO, f"scan/{step}.cl")
-        defines = {"WG": wg, "ITEMS": items, "T": "float", "STAGE": int(bool(stage))}
-        if step == DEVICE_STEPS[1]:
-            defines["LOOK"] = look
         names = ("tile_sums", "scan_sums", "scan_tiles") if step == DEVICE_STEPS[0] else ("scan_single_pass",)
-        self.kernels = build(ctx, queue.device, src, names, defines, shuffle)
-        for k in self.kernels:
-            _check_wg(queue.device, wg, 0, k)
+        window = (lambda w: min(32, w)) if look is None else (lambda w: look)
+
+        def kernels(w):
+            if not 1 <= window(w) <= w:
+                raise ValueError(f"look: the look-back window ({window(w)}) must be 1 to the work-group size ({w})")
+            defines = {"WG": w, "ITEMS": items, "T": "float", "STAGE": int(bool(stage))}
+            if step == DEVICE_STEPS[1]:
+                defines["LOOK"] = window(w)
+            return build(ctx, queue.device, src, names, defines, shuffle)
+
+        self.wg, self.kernels = work_group(queue.device, wg, 256,
+                                           lambda w: scan_local_bytes(w, items, window(w), stage), kernels)
+        self.ctx, self.queue, self.step, self.tile = ctx, queue, step, items * self.wg
         self._scratch = {}
 
     def _buffers(self, tiles):
@@ -253,9 +347,13 @@ class DeviceScan:
         return entry
 
     def enqueue(self, src, dst, n):
-        """Scan the first n floats of `src` into `dst`; returns every event of the scan."""
-        if not 1 <= n < 2**32:
-            raise ValueError(f"can scan 1 to 2**32 - 1 floats, not {n}")
+        """Scan the first n floats of `src` into `dst` (each a cl.Buffer or a float32
+        pyopencl array, of at least n floats); returns every event of the scan (none
+        for n = 0)."""
+        n = count(n, "n", 2**32 - 1)
+        src, dst = device_buffer(src, "src", n, np.float32), device_buffer(dst, "dst", n, np.float32)
+        if n == 0:
+            return []
         tiles = -(-n // self.tile)
         aux, counter, epoch = self._buffers(tiles)
         q, wg, n32 = self.queue, self.wg, np.uint32(n)
@@ -273,17 +371,16 @@ class Population:
 
     def __init__(self, ctx, queue, n, shortcut, wg=None):
         """wg: work-items per model, by default the largest power of two up to 256
-        that the device allows with the n keys in local memory."""
-        np2 = 1 << max(0, n - 1).bit_length()
-        local = lambda w: 8 * np2 + 4 * (2 * w + 1)  # noqa: E731
-        wg = launch.largest(queue.device, 256, local) if wg is None else wg
-        _check_wg(queue.device, wg, local(wg))
-        if n < 2:
-            raise ValueError("n = 1: one example is one class, so the fitness is undefined")
-        self.kernel = kernel(ctx, (WG_SCAN, "scan/5_population.cl"), "population",
-                             {"WG": wg, "NP": np2, "T": "uint", "SHORTCUT": int(bool(shortcut))})
-        _check_wg(queue.device, wg, 0, self.kernel)
-        self.ctx, self.queue, self.n, self.wg, self.np2 = ctx, queue, n, wg, np2
+        that the device and the built kernel allow with the n keys in local memory."""
+        if count(n) < 2:
+            raise ValueError(f"n = {n}: fewer than 2 examples are one class at most, "
+                             "so the fitness is undefined")
+        np2 = 1 << (n - 1).bit_length()
+        defines = {"NP": np2, "T": "uint", "SHORTCUT": int(bool(shortcut))}
+        self.wg, (self.kernel,) = work_group(
+            queue.device, wg, 256, lambda w: 8 * np2 + 4 * (2 * w + 1),
+            lambda w: [kernel(ctx, (WG_SCAN, "scan/5_population.cl"), "population", {"WG": w, **defines})])
+        self.ctx, self.queue, self.n, self.np2 = ctx, queue, n, np2
 
     def work(self):
         """What one work-group does for its model, counted from the kernel's loops:
@@ -297,10 +394,12 @@ class Population:
                 "scan_blocks": -(-self.n // self.wg)}
 
     def upload(self, scores, labels):
-        """Device copies of a models x n score array and the labels, after the checks."""
+        """Device copies of a models x n float32 score array (at least one model) and
+        the labels, after the checks."""
+        scores = self._checked(scores)
         positives = check_inputs(scores, labels)
-        if scores.shape[1] != self.n:
-            raise ValueError(f"built for n = {self.n}, got {scores.shape[1]} examples")
+        if not scores.shape[0]:
+            raise ValueError("scores: expected at least one model (row), got none")
         mf = cl.mem_flags
         s = cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(scores, np.float32))
         y = cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.asarray(labels, np.uint8))
@@ -311,7 +410,22 @@ class Population:
         return self.kernel(self.queue, (models * self.wg,), (self.wg,), scores, labels,
                            np.int32(self.n), np.int32(positives), out)
 
+    def _checked(self, scores):
+        """The scores, refused unless a models x n array of float32: a wider type
+        would be rounded, and rounding can tie scores that were not tied."""
+        if not isinstance(scores, np.ndarray) or scores.dtype != np.float32:
+            raise TypeError(f"scores: expected a NumPy array of float32, got "
+                            f"{getattr(scores, 'dtype', type(scores).__name__)}")
+        if scores.ndim != 2 or scores.shape[1] != self.n:
+            raise ValueError(f"scores: built for n = {self.n}, expected models x {self.n}, "
+                             f"got shape {scores.shape}")
+        return scores
+
     def fitness(self, scores, labels):
+        """Each model's fitness (float32); no models give an empty array."""
+        if not self._checked(scores).shape[0]:
+            check_inputs(scores, labels)
+            return np.empty(0, np.float32)
         bufs = self.upload(scores, labels)
         self.enqueue(*bufs)
         got = np.empty(bufs[-1], np.float32)
