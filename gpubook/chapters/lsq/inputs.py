@@ -4,6 +4,7 @@ finite values, and device buffers large enough for the rows they are told of.
 A bad input gets a ValueError or TypeError naming the argument and what was
 expected, never a raw OpenCL error or a number."""
 import numpy as np
+import pyopencl as cl
 
 REAL_KINDS = "biuf"  # bool, signed and unsigned integers, floats
 
@@ -72,9 +73,8 @@ def rows(x, y, w, n):
 
 def buffer(name, buf, nbytes):
     """A device buffer that holds at least `nbytes`."""
-    size = getattr(buf, "size", None)
-    if size is None:
+    if not isinstance(buf, cl.Buffer):
         raise TypeError(f"{name} must be a pyopencl Buffer, got {type(buf).__name__}")
-    if size < nbytes:
-        raise ValueError(f"{name} holds {size:,} bytes; {nbytes:,} are needed for the rows asked for")
+    if buf.size < nbytes:
+        raise ValueError(f"{name} holds {buf.size:,} bytes; {nbytes:,} are needed for the rows asked for")
     return buf
