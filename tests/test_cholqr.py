@@ -11,8 +11,8 @@ import pytest
 from gpubook.chapters import lsq
 from gpubook.chapters.lsq import cholqr, tsqr
 
-SMALL = {"TM": 16, "TN": 16, "WM": 2, "WN": 2, "K": 4, "STAGES": 2}
-WIDE = {"TM": 32, "TN": 16, "WM": 4, "WN": 2, "K": 4, "STAGES": 2}
+SMALL = {"TM": 16, "TN": 16, "WM": 4, "WN": 4, "K": 4, "STAGES": 2}
+WIDE = {"TM": 32, "TN": 16, "WM": 4, "WN": 4, "K": 4, "STAGES": 2}
 
 
 def spd(k, seed, cond=1e3):
@@ -82,7 +82,7 @@ def test_cholesky_flags_a_matrix_that_is_not_positive_definite(fp64_env):
 @pytest.fixture(scope="module")
 def cq(fp64_env):
     _, ctx, queue = fp64_env
-    return cholqr.CholeskyQR2(ctx, queue, 13, gram_shape=SMALL, product_shape=WIDE, block=8, band=16,
+    return cholqr.CholeskyQR2(ctx, queue, 13, gram_shape=SMALL, product_shape=WIDE, update_shape=SMALL, inverse_shape=WIDE, block=8, band=16,
                               tsqr_options={"block_rows": 64})
 
 
@@ -107,7 +107,7 @@ def test_cholesky_qr2_on_many_columns_and_bands(fp64_env):
     """More columns than a block, a band and a tile: every edge of the loops."""
     _, ctx, queue = fp64_env
     a = conditioned(301, 70, 1e3, seed=9)
-    big = cholqr.CholeskyQR2(ctx, queue, 70, gram_shape=SMALL, product_shape=WIDE, block=16, band=32)
+    big = cholqr.CholeskyQR2(ctx, queue, 70, gram_shape=SMALL, product_shape=WIDE, update_shape=SMALL, inverse_shape=WIDE, block=16, band=32)
     assert_r_matches(big.r_factor(a), a)
     assert big.method == "CholeskyQR2"
 
@@ -133,7 +133,7 @@ def test_rank_deficient_columns_fall_back_to_tsqr(cq):
 def test_cholesky_qr2_falls_back_above_its_limit(fp64_env):
     """A matrix whose Cholesky factor exists but whose diagonal ratio passes the limit."""
     _, ctx, queue = fp64_env
-    strict = cholqr.CholeskyQR2(ctx, queue, 13, limit=1e3, gram_shape=SMALL, product_shape=WIDE, block=8,
+    strict = cholqr.CholeskyQR2(ctx, queue, 13, limit=1e3, gram_shape=SMALL, product_shape=WIDE, update_shape=SMALL, inverse_shape=WIDE, block=8,
                                 tsqr_options={"block_rows": 64})
     a = conditioned(1003, 13, 1e6, seed=6)
     r = strict.r_factor(a)

@@ -11,7 +11,7 @@ import pytest
 from gpubook.chapters import lsq
 from gpubook.chapters.lsq import measure
 
-SMALL_TILE = {"TM": 16, "TN": 16, "WM": 2, "WN": 2, "K": 4, "STAGES": 2}
+SMALL_TILE = {"TM": 16, "TN": 16, "WM": 4, "WN": 4, "K": 4, "STAGES": 2}  # 16 work-items
 
 
 def rank_deficient():
