@@ -8,7 +8,7 @@ active work-item reads `sums[lid]` and `sums[lid + s]` and writes `sums[lid]`.
 """
 import numpy as np
 
-from ... import trace
+from ... import launch, trace
 from ...plot import IDLE, new_figure
 
 TREES = ("1_interleaved", "2_sequential")
@@ -49,6 +49,20 @@ def traced_reads(ctx, queue, step, wg=64, groups=1):
     rows = sorted(zip(first.step.tolist(), first.local.tolist(), first.index.tolist(),
                       first.seq.tolist()), key=lambda r: (order.index(r[0]), r[1], r[3]))
     return [(s, lid, word) for s, lid, word, _ in rows]
+
+
+def traced_trees(ctx, queue, want=64):
+    """(wg, {tree: traced_reads}) of both TREES at the largest power of two wg up
+    to `want` that their traced kernels allow here (a compiler may allow a kernel
+    fewer work-items than the device's maximum: Mesa's rusticl allows 32)."""
+    wg = 1 << max(1, int(want).bit_length() - 1)
+    while True:
+        try:
+            return wg, {step: traced_reads(ctx, queue, step, wg) for step in TREES}
+        except launch.LaunchError:
+            if wg == 2:
+                raise
+            wg //= 2
 
 
 def rounds(reads):

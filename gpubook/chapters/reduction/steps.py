@@ -7,8 +7,11 @@ left. Steps 1-3 launch one work-group per WG (or 2*WG) elements; steps 4-5
 launch a fixed grid of a few work-groups per compute unit that walks the whole
 array, so they need only two passes.
 """
+import operator
+
 import numpy as np
 import pyopencl as cl
+import pyopencl.array as cla
 
 from ... import launch
 from ...device import check_work_group, compute_units, default_work_group
@@ -30,22 +33,27 @@ class DeviceSum:
     """Sum a float32 buffer on the device with one step's kernel.
 
     ctx, queue: where to run. step: one of STEPS. work_group: work-items per
-    work-group (a power of two the device allows; default: up to 256).
-    groups_per_cu: grid size of the grid-stride steps, in work-groups per
-    compute unit. unroll: UNROLL for step 5.
+    work-group (a power of two that the device and the built kernel allow; a
+    clear ValueError names the kernel's maximum otherwise). Without it: the
+    largest power of two up to `largest` that both allow. groups_per_cu: grid
+    size of the grid-stride steps, in work-groups per compute unit. unroll:
+    UNROLL for step 5.
     """
 
-    def __init__(self, ctx, queue, step, work_group=None, groups_per_cu=8, unroll=4):
+    def __init__(self, ctx, queue, step, work_group=None, groups_per_cu=8, unroll=4, largest=256):
         if step not in STEPS:
             raise ValueError(f"unknown step {step!r}; use one of {', '.join(STEPS)}")
         device = queue.device
         if groups_per_cu < 1 or unroll < 1:
             raise ValueError("groups_per_cu and unroll must be at least 1")
-        # Without a size asked for: the largest power of two up to 256 that both
-        # the device and the built kernel allow (a compiler may allow a kernel
-        # fewer work-items than the device's maximum).
+        # Without a size asked for: the largest power of two up to `largest` that
+        # both the device and the built kernel allow (a compiler may allow a
+        # kernel fewer work-items than the device's maximum: Mesa's rusticl 32).
+        if work_group is not None and not isinstance(work_group, (int, np.integer)):
+            raise TypeError(f"work_group must be an integer, not {work_group!r}")
+        top = default_work_group(device, largest)
         sizes = [int(work_group)] if work_group is not None else \
-            [w for w in (256, 128, 64, 32, 16, 8, 4, 2, 1) if w <= default_work_group(device)]
+            [1 << k for k in range(top.bit_length() - 1, -1, -1)]
         for wg in sizes:
             if wg < 1 or wg & (wg - 1):
                 raise ValueError(f"work-group size {wg} is not a power of two "
@@ -60,7 +68,8 @@ class DeviceSum:
                 break
         else:
             raise ValueError(f"work-group size {wg} exceeds what kernels/reduction/{step}.cl "
-                             f"allows on {device.name.strip()} ({kernel_max})")
+                             f"allows on {device.name.strip()} ({kernel_max}): ask for a power of two "
+                             f"up to {kernel_max}, or leave work_group out")
         self.ctx, self.queue, self.step, self.work_group = ctx, queue, step, wg
         self.max_groups = compute_units(device) * int(groups_per_cu)
         self._scratch = {}
@@ -75,7 +84,7 @@ class DeviceSum:
     def plan(self, n):
         """The passes for n values: a list of (values in, work-groups)."""
         if not 1 <= n < 2**32:
-            raise ValueError(f"can only sum 1 to 2**32 - 1 values, not {n}")
+            raise ValueError(f"n must be 1 to 2**32 - 1 values, not {n}")
         passes = []
         while True:
             g = self.groups(n)
@@ -93,12 +102,15 @@ class DeviceSum:
             self._scratch[n] = [cl.Buffer(self.ctx, mf.READ_WRITE, 4 * s) for s in sizes[:2]]
         return self._scratch[n]
 
-    def enqueue(self, src, n):
-        """Enqueue every pass over the first n floats of buffer `src`.
+    def enqueue(self, src, n=None):
+        """Enqueue every pass over the first n floats of `src` (default: all).
 
-        Returns the list of the passes' events (for gb.time_events); the sum
-        is then the first float of `self.result`.
+        src: a pyopencl.array.Array of float32 (its dtype, order and size are
+        checked) or a cl.Buffer of float32 (only its size can be: a buffer
+        carries no dtype). Returns the list of the passes' events (for
+        gb.time_events); the sum is then the first float of `self.result`.
         """
+        src, n = _checked_source(src, n)
         scratch = self._buffers(n)
         events = []
         for k, (count, groups) in enumerate(self.plan(n)):
@@ -109,10 +121,34 @@ class DeviceSum:
         self.result = src
         return events
 
-    def sum(self, src, n):
-        """The sum of the first n floats of buffer `src`, as a Python float."""
+    def sum(self, src, n=None):
+        """The sum of the first n floats of `src` (as for `enqueue`), as a Python float."""
         self.enqueue(src, n)
         out = np.empty(1, np.float32)
         cl.enqueue_copy(self.queue, out, self.result)
         return float(out[0])
 
+
+
+def _checked_source(src, n):
+    """(the buffer to read, n) for `src` and `n`, or a clear error before any launch."""
+    if isinstance(src, cla.Array):
+        if src.dtype != np.float32:
+            raise TypeError(f"src holds {src.dtype}; DeviceSum sums float32 (pass src.astype(np.float32))")
+        if not src.flags.c_contiguous:
+            raise ValueError(f"src must be contiguous, not strided {src.strides} (pass a copy)")
+        size, buf = src.size, (src.copy() if src.offset else src).data
+    elif isinstance(src, cl.Buffer):
+        size, buf = src.size // 4, src
+    else:
+        raise TypeError(f"src must be a pyopencl.array.Array or cl.Buffer of float32 on the device, "
+                        f"not {type(src).__name__} (copy host data with pyopencl.array.to_device)")
+    if n is None:
+        n = size
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise TypeError(f"n must be an integer count of values, not {n!r}") from None
+    if n > size:
+        raise ValueError(f"n={n:,} exceeds the {size:,} float32 values in src")
+    return buf, n
