@@ -105,7 +105,8 @@ def test_a_partial_of_the_wrong_shape_is_refused():
 
 
 def _cov(lanes, x, triangle=False):
-    return multi.Covariance(lanes, x.shape[1], oc.stream_bytes(x.shape[1], 128), TILE, m=len(x),
+    tile = cv.runnable_tile(lanes[0].ctx, lanes[0].device, [TILE])  # TILE where the kernel allows it
+    return multi.Covariance(lanes, x.shape[1], oc.stream_bytes(x.shape[1], 128), tile, m=len(x),
                             triangle=triangle)
 
 
@@ -200,3 +201,15 @@ def test_the_covariance_summed_on_a_device_matches(lanes, data, overlap):
 def test_time_options_with_lanes_times_the_device_sum(lanes):
     found = sums.time_options(_parts(64, 3), 100, repeats=1, counts=[1], lanes=lanes)
     assert set(found) == {(1, False), (1, True), ("device", False)} and all(v > 0 for v in found.values())
+
+
+@pytest.mark.parametrize("n", [1, 5])
+def test_partials_kernel_at_tiny_sizes(n):
+    # kernels/multi/partials.cl on one device at sizes no work-group divides
+    # (tools/check_kernels.py runs this under Oclgrind: case multi-partials)
+    m, parts = 7, _parts(n, 2, seed=n)
+    total = sums.DeviceSum(multi.Lane(multi.devices()[0]), n, out=np.empty((n, n)))
+    total.add_all(parts)
+    assert np.allclose(total.total()[0], sum(s.astype(np.float64) for s, _ in parts), rtol=0, atol=1e-12)
+    assert np.allclose(total.finish(m), _want(parts, m), rtol=0, atol=1e-12)
+    total.close()

@@ -41,20 +41,21 @@ Q = "tests/test_lsq.py::"
 C = "tests/test_covariance.py::"
 M = "tests/test_machine.py::"
 
+RED_STEPS = ("1_interleaved", "2_sequential", "3_first_add", "4_multi", "5_unrolled")
+LOGREG = ("naive-1-defines0", "reordered-1-defines1", "merged-1-defines2", "work_items-8-defines3",
+          "tree-16-defines4", "float4-4-defines5", "fast-32-defines7", "fast-16-defines10")
+
 # name -> pytest node ids. Small cases, one chapter step each where the tests allow.
 CASES = {
     **{f"reduction-{s[0]}": [f"{R}test_every_step_sums_correctly[257-{s}]",
                              f"{R}test_every_step_sums_correctly[4099-{s}]"]
-       for s in ("1_interleaved", "2_sequential", "3_first_add", "4_multi", "5_unrolled")},
+       for s in RED_STEPS},
     "scan-1": [f"{S}test_list_fitness_exact[33-1_hillis_steele]"],
     "scan-2": [f"{S}test_list_fitness_exact[33-2_work_efficient]"],
     "scan-3": [f"{S}test_device_scan_odd_sizes_one_element_many_tiles[False-3_reduce_then_scan]"],
     "scan-4": [f"{S}test_device_scan_odd_sizes_one_element_many_tiles[False-4_single_pass]"],
     "scan-5": [f"{S}test_population_matches_numpy_with_ties[100-False]"],
-    **{f"logreg-{n}": [f"{L}test_kernels_train_like_the_reference[{n}]"]
-       for n in ("naive-1-defines0", "reordered-1-defines1", "merged-1-defines2",
-                 "work_items-8-defines3", "tree-16-defines4", "float4-4-defines5",
-                 "fast-32-defines7", "fast-16-defines10")},
+    **{f"logreg-{n}": [f"{L}test_kernels_train_like_the_reference[{n}]"] for n in LOGREG},
     "transpose": [f"{T}test_transposes_exact"],
     "transpose-scores": [f"{T}test_scores_match_numpy"],
     "transpose-gradients": [f"{T}test_gradients_match_numpy"],
@@ -79,6 +80,50 @@ CASES = {
     "device": ["tests/test_device_kernels.py::test_copy_touch_and_fma_chains_at_tiny_sizes"],
     "trace": ["tests/test_trace.py::test_records_ids_of_every_work_item"],
     "multi": ["tests/test_multi.py::test_covariance_split_over_devices[1]"],
+    "multi-partials": ["tests/test_multi_sums.py::test_partials_kernel_at_tiny_sizes[5]"],
+}
+
+# name -> the kernel files (under kernels/) each case builds, as GPUBOOK_KERNEL_LOG
+# recorded them on PoCL (2026-11-27). tests/test_check_kernels.py requires a case
+# for every kernel file not in NOT_RUN from this map, without running anything; a
+# run here fails a case that no longer builds a file this map gives it.
+COVARIANCE = ["covariance/centre.cl", "covariance/col_sums.cl", "covariance/finish.cl",
+              "tiles/register_tiles.cl"]
+WG_SCAN, TILE_IO, TILES = "scan/wg_scan.cl", "scan/tile_io.cl", "tiles/register_tiles.cl"
+BUILDS = {
+    **{f"reduction-{s[0]}": [f"reduction/{s}.cl"] for s in RED_STEPS},
+    "scan-1": ["scan/1_hillis_steele.cl", WG_SCAN],
+    "scan-2": ["scan/2_work_efficient.cl", WG_SCAN],
+    "scan-3": ["scan/3_reduce_then_scan.cl", TILE_IO, WG_SCAN],
+    "scan-4": ["scan/4_single_pass.cl", TILE_IO, WG_SCAN],
+    "scan-5": ["scan/5_population.cl", WG_SCAN],
+    **{f"logreg-{n}": [f"logreg/{n.split('-')[0]}.cl"] for n in LOGREG},
+    "transpose": ["transpose/transpose_naive.cl", "transpose/transpose_tiled.cl"],
+    "transpose-scores": ["transpose/scores_cols.cl", "transpose/scores_rows.cl",
+                         "transpose/scores_rows4.cl", "transpose/transpose_tiled.cl"],
+    "transpose-gradients": ["transpose/grad_blocks.cl", "transpose/grad_feature.cl",
+                            "transpose/grad_groups.cl", "transpose/reduce_update.cl",
+                            "transpose/scores_cols.cl", "transpose/transpose_tiled.cl"],
+    "transpose-iterations": ["transpose/fused.cl", "transpose/grad_blocks.cl", "transpose/reduce_update.cl",
+                             "transpose/scores_cols.cl", "transpose/transpose_tiled.cl"],
+    "transpose-fill": ["transpose/fill.cl", "transpose/transpose_tiled.cl"],
+    **{f"covariance-{s}": COVARIANCE + [f"covariance/{s}.cl"] for s in ("naive", "symmetric", "local_tiles")},
+    **{f"covariance-{s}": COVARIANCE for s in ("register_tiles", "pairs", "stream")},
+    "tiles-float64": [TILES],
+    "lsq-1": ["lsq/1_sequential.cl"],
+    "lsq-2": ["lsq/2_row_group.cl"],
+    "lsq-3": ["lsq/3_blocked.cl"],
+    "lsq-4": ["lsq/4_subsets.cl"],
+    "lsq-5": ["lsq/3_blocked.cl", "lsq/5_tiled.cl", TILES],
+    "lsq-6": ["lsq/6_tsqr.cl"],
+    "lsq-7": ["lsq/7_cholesky.cl", TILES],
+    "machine-read": ["machine/read.cl"],
+    "machine-chase": ["machine/chase.cl"],
+    "machine-local": ["machine/local_stride.cl"],
+    "device": ["device/copy.cl", "device/empty.cl", "device/fma.cl"],
+    "trace": ["reduction/2_sequential.cl"],
+    "multi": COVARIANCE,
+    "multi-partials": ["multi/partials.cl"],
 }
 
 # The subset CI may run: cases that were clean here, about 3-12 s each.
@@ -93,6 +138,17 @@ NOT_RUN = {
     "tensor/peak.cl": "NVIDIA only: mma.sync peak loop through inline PTX",
     "tensor/xtx_tf32.cl": "NVIDIA only: mma.sync, cp.async and red.global through inline PTX",
 }
+
+def kernel_files():
+    """Every kernel file, relative to kernels/."""
+    return sorted(str(p.relative_to(ROOT / "kernels")) for p in (ROOT / "kernels").rglob("*.cl"))
+
+
+def without_case():
+    """The kernel files that no case of BUILDS builds and NOT_RUN does not excuse."""
+    built = {f for files in BUILDS.values() for f in files}
+    return [f for f in kernel_files() if f not in built and f not in NOT_RUN]
+
 
 REPORT_START = re.compile(r"^\S.*")
 
@@ -218,6 +274,7 @@ def main(argv=None):
     failed, limited, covered, total = [], [], set(), time.perf_counter()
     checked_uninit = set()   # kernel files some case ran with --uninitialized to the end
     for name in names:
+        built = set()
         # One test per process: Oclgrind has reported uninitialised values in a second
         # test of the same process that each test alone does not show.
         for node in CASES[name]:
@@ -234,6 +291,7 @@ def main(argv=None):
                 r = run_case(label, [node], False, args.timeout, oclgrind)
             state, checks = describe(r)
             covered.update(r["files"])
+            built.update(r["files"])
             if r["uninitialized"]:
                 checked_uninit.update(r["files"])
             print(f"{label}: {state} in {r['seconds']:.1f} s ({checks}) kernels: "
@@ -244,13 +302,16 @@ def main(argv=None):
                 failed.append(label)
                 if not r["reports"]:
                     print("    " + "\n    ".join(r["out"].strip().splitlines()[-15:]))
+        unbuilt = sorted(set(BUILDS.get(name, [])) - built)
+        if unbuilt:
+            print(f"{name}: BUILDS gives it {' '.join(unbuilt)}, which it did not build (update BUILDS)")
+            failed.append(name)
     print(f"--- {len(names)} case(s) in {time.perf_counter() - total:.0f} s; "
           f"{len(failed)} not clean{': ' + ' '.join(failed) if failed else ''}")
     for line in limited:
         print(f"limited: {line}")
     if not args.cases and not args.quick:
-        everything = sorted(str(p.relative_to(ROOT / "kernels")) for p in (ROOT / "kernels").rglob("*.cl"))
-        for f in everything:
+        for f in kernel_files():
             if f in NOT_RUN:
                 print(f"not run: kernels/{f}: {NOT_RUN[f]}")
             elif f not in covered:

@@ -27,6 +27,31 @@ def host_threads():
         return os.cpu_count() or 4
 
 
+def check_size(n):
+    """n as an int of at least 1, or a clear error naming n."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"n must be an integer (the matrices are n x n), not {n!r}")
+    if n < 1:
+        raise ValueError(f"n must be at least 1 (the matrices are n x n), not {n}")
+    return int(n)
+
+
+def check_partial(s, col, n):
+    """Raise a clear error unless S is an n x n matrix and col n column sums, of real numbers."""
+    for value, name, shape in ((s, "a partial", (n, n)), (col, "its column sums", (n,))):
+        if np.shape(value) != shape:
+            raise ValueError(f"{name} of shape {np.shape(value)} for a sum of {(n, n)}: expected {shape}")
+        if np.asarray(value).dtype.kind not in "biuf":
+            raise TypeError(f"{name} must hold real numbers, not {np.asarray(value).dtype}")
+
+
+def check_rows(m):
+    """m, the rows the partials summed over, as a positive number, or a clear error."""
+    if isinstance(m, bool) or not isinstance(m, (int, float, np.integer, np.floating)) or not 0 < m < np.inf:
+        raise ValueError(f"m must be the positive number of rows summed, not {m!r}")
+    return m
+
+
 def bands(n, threads):
     """(first row, end row) bands of an n x n matrix, one per thread: few and
     large, so that the Python between NumPy's calls (which holds the GIL) stays
@@ -42,7 +67,7 @@ class Sum:
     holds (label, start ns, end ns) of each add and of the finish."""
 
     def __init__(self, n, threads=None, triangle=False, out=None):
-        self.n, self.triangle = n, triangle
+        self.n, self.triangle = check_size(n), triangle
         self.threads = threads or host_threads()
         self.out = np.empty((n, n)) if out is None else out
         if self.out.shape != (n, n):
@@ -80,9 +105,10 @@ class Sum:
         same pass: the least memory traffic when the partials are all in."""
         if not parts and m is not None:
             return self.finish(m)
-        for s, _ in parts:
-            if s.shape != (self.n, self.n):
-                raise ValueError(f"a partial of shape {s.shape} for a sum of {(self.n, self.n)}")
+        for s, col in parts:
+            check_partial(s, col, self.n)
+        if m is not None:
+            check_rows(m)
         t0 = time.perf_counter_ns()
         with self._lock:
             first, self.adds = self.adds, self.adds + len(parts)
@@ -142,7 +168,7 @@ class Sum:
         """C = S/m - d dᵀ in place in `out`, full and symmetric; returns it."""
         t0 = time.perf_counter_ns()
         _, cols = self.total()
-        d = cols / m
+        d = cols / check_rows(m)
 
         def scale(i):
             r0, r1 = self.bands[i]
@@ -174,6 +200,7 @@ class DeviceSum:
         from ...device import pinned_empty, require_fp64
         from ...kernels import kernel
 
+        n = check_size(n)
         require_fp64(lane.device)
         self.n, self.lane = n, lane
         ctx = lane.ctx
@@ -200,10 +227,12 @@ class DeviceSum:
         if not parts and m is not None:
             return self.finish(m)
         n, t0 = self.n, time.perf_counter_ns()
+        for s, col in parts:
+            check_partial(s, col, n)
+        if m is not None:
+            check_rows(m)
         with self._lock:
             for s, col in parts:
-                if s.shape != (n, n):
-                    raise ValueError(f"a partial of shape {s.shape} for a sum of {(n, n)}")
                 cl.enqueue_copy(self.queue, self.part, np.ascontiguousarray(s, np.float32))
                 launch.enqueue(self.queue, self.add_k, (n * n,), (256,), self.acc, self.part,
                                np.int32(self.count == 0), np.int32(n * n))
@@ -226,7 +255,7 @@ class DeviceSum:
         if not self.count:
             raise ValueError("no partial was added")
         t0, n = time.perf_counter_ns(), self.n
-        d = np.sum(self.cols, axis=0) / m
+        d = np.sum(self.cols, axis=0) / check_rows(m)
         cl.enqueue_copy(self.queue, self.d, d)
         launch.enqueue(self.queue, self.finish_k, (n, n), (64, 4), self.acc, self.d, np.float64(1.0 / m),
                        np.int32(n))
