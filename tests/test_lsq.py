@@ -259,7 +259,7 @@ def test_resource_rows_name_every_kernel_at_the_size_it_runs(fp64_env):
     device, ctx, queue = fp64_env
     qr = lsq.BlockedQR(ctx, queue, 40, nb=8, block_rows=300)
     shapes = qr.launch_shapes()
-    assert shapes["house_step"] == ((3 * qr.WGS,), (qr.WGS,))  # 300 rows in work-groups of WGS (128 or less)
+    assert shapes["house_step"] == ((-(-300 // qr.WGS) * qr.WGS,), (qr.WGS,))  # 300 rows, groups of WGS (<= 128)
     assert shapes["trail_update"][1] == (qr.TN, qr.RL)
     rows = qr.resource_rows()
     assert [label.split()[0] for label, _, _ in rows] == ["house_step", "house_dots", "trail_w", "trail_finish",
