@@ -16,7 +16,8 @@ import pyopencl as cl
 
 from ...device import check_work_group
 from ...kernels import kernel as _kernel
-from ...logistic import train, two_classes
+from ...logistic import check_data, real_array, train, two_classes
+from ...paths import KERNELS
 from ...timing import time_events
 
 #: Iterations per second that the seed measured on its laptop GPU, for J=2048
@@ -55,6 +56,14 @@ class Problem:
     rate: float
     _refs: dict = field(default_factory=dict, repr=False)
 
+    def __post_init__(self):
+        # What the kernels read: X (J x K) and labels (J,) as float32 in C order
+        # (a float64 or Fortran-order X is copied), labels in {0, 1}.
+        self.X, self.labels = check_data(self.X, self.labels, J=self.J, K=self.K)
+        self.iterations = count(self.iterations, "iterations")
+        if not (isinstance(self.rate, (int, float, np.integer, np.floating)) and 0 < self.rate < np.inf):
+            raise ValueError(f"rate must be a finite positive step size, not {self.rate}")
+
     def reference(self, iterations=None):
         """float64 weights after `iterations` (default: all) steps from w = 0."""
         n = self.iterations if iterations is None else iterations
@@ -66,18 +75,31 @@ class Problem:
 def problem(scale, J=None, K=None, iterations=None, seed=0):
     """The benchmark at this scale (`full`: the seed's J=2048, K=8, 50,000
     iterations; `small`: the same data, fewer iterations); arguments override."""
+    if scale not in SIZES:
+        raise ValueError(f"unknown scale {scale!r}; use one of {', '.join(map(repr, SIZES))}")
     size = dict(SIZES[scale])
     for name, value in (("J", J), ("K", K), ("iterations", iterations)):
         if value is not None:
-            size[name] = value
-    if size["iterations"] < 1:
-        raise ValueError(f"iterations must be at least 1, got {size['iterations']}")
+            size[name] = count(value, name)
     X, labels = two_classes(size["J"], size["K"], seed=seed)
     return Problem(size["J"], size["K"], size["iterations"], X, labels, learning_rate(size["J"]))
 
 
+def count(value, name, least=1):
+    """`value` as an int of at least `least`, or a clear TypeError or ValueError naming `name`."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    if value < least:
+        raise ValueError(f"{name} must be at least {least}, got {value}")
+    return int(value)
+
+
 def check_shape(device, step, J, K, work_items, defines):
     """Raise ValueError when kernels/logreg/<step>.cl cannot run this shape here."""
+    steps = sorted(p.stem for p in (KERNELS / "logreg").glob("*.cl"))
+    if step not in steps:
+        raise ValueError(f"unknown step {step!r}; use one of {', '.join(steps)}")
+    J, K, work_items = count(J, "J"), count(K, "K"), count(work_items, "work_items")
     if J % work_items:
         raise ValueError(f"{work_items} work-items do not divide J={J} examples")
     if work_items > 1 and work_items & (work_items - 1) and step != "work_items":
@@ -130,8 +152,7 @@ class TrainKernel:
 
     def compiled(self, iterations, rate):
         """The cl.Kernel that runs `iterations` steps of size `rate`; it takes (X, labels, w)."""
-        if iterations < 1:
-            raise ValueError(f"iterations must be at least 1, got {iterations}")
+        iterations = count(iterations, "iterations")
         return _kernel(self.ctx, f"logreg/{self.step}.cl", "train",
                        {"J": self.J, "K": self.K, "N": self.work_items, **dict(self.defines),
                         "ITERS": int(iterations), "RATE": rate_literal(rate)})
@@ -173,16 +194,22 @@ class Trainer:
     def __init__(self, ctx, queue, prob):
         mf = cl.mem_flags
         self.queue, self.prob = queue, prob
-        self.X = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=prob.X)
-        self.labels = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=prob.labels)
+        X, labels = check_data(prob.X, prob.labels, J=prob.J, K=prob.K)  # as the kernels read them
+        self.X = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=X)
+        self.labels = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=labels)
         self.w = cl.Buffer(ctx, mf.READ_WRITE, 4 * prob.K)
         self.zeros = np.zeros(prob.K, np.float32)
 
     def launch(self, knl, work_items, iterations=None, w0=None):
-        """Set w (default 0), then train `iterations` (default: the problem's)
-        in one launch; returns the kernel's event."""
-        n = self.prob.iterations if iterations is None else iterations
-        start = self.zeros if w0 is None else np.asarray(w0, np.float32)
+        """Set w (default 0; else K finite weights), then train `iterations`
+        (default: the problem's) in one launch of the work-group `knl` was built
+        for; returns the kernel's event."""
+        prob = self.prob
+        if (knl.J, knl.K, knl.work_items) != (prob.J, prob.K, work_items):
+            raise ValueError(f"knl was built for J={knl.J}, K={knl.K} and {knl.work_items} work-items; "
+                             f"this launch has J={prob.J}, K={prob.K} and {work_items}")
+        n = prob.iterations if iterations is None else iterations
+        start = self.zeros if w0 is None else real_array(w0, "w0", np.float32, (prob.K,))
         compiled = knl.compiled(n, self.prob.rate)
         cl.enqueue_copy(self.queue, self.w, start)
         return compiled(self.queue, (work_items,), (work_items,), self.X, self.labels, self.w)
