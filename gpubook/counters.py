@@ -24,10 +24,7 @@ import shutil
 TOLERANCE = 0.10          # |cuda_s / opencl_s - 1| within which a replay is trusted
 LOCAL_SYMBOL = "gpubook_local"
 
-# The sections whose metrics `summary` reads (ncu --section ...).
-SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "WarpStateStats",
-            "InstructionStats", "MemoryWorkloadAnalysis", "MemoryWorkloadAnalysis_Tables",
-            "SchedulerStats")
+PROFILE_MAX_S = 0.25      # longer replays are not profiled: ncu runs a kernel once per pass
 
 # summary key -> the raw metric names that give it, first found wins
 METRICS = {
@@ -49,6 +46,18 @@ METRICS = {
     "shared_st_wavefronts": ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",),
 }
 STALL = re.compile(r"smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
+STALL_REASONS = ("barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss",
+                 "lg_throttle", "long_scoreboard", "math_pipe_throttle", "membar",
+                 "mio_throttle", "misc", "no_instruction", "not_selected", "selected",
+                 "short_scoreboard", "sleeping", "tex_throttle", "wait")
+
+
+def metric_names():
+    """Every raw metric `summary` reads, for `ncu --metrics` (names as Nsight
+    Compute 2025.3 gives them on Hopper: a CSV of its sections, 2026-11-27)."""
+    names = [n for group in METRICS.values() for n in group]
+    return names + [f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio"
+                    for r in STALL_REASONS]
 
 
 class CountersError(RuntimeError):

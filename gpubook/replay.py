@@ -155,9 +155,11 @@ def profile_all(folder):
     for slot in _slots(folder):
         spec = json.loads((slot / "launch.json").read_text())
         replay = slot / "replay.json"
-        if not replay.exists() or "shared_bytes" not in json.loads(replay.read_text()):
+        done = json.loads(replay.read_text()) if replay.exists() else {}
+        if done.get("why_not") is not None or "cuda_s" not in done \
+                or done["cuda_s"] > counters.PROFILE_MAX_S:
             continue
-        shared = json.loads(replay.read_text())["shared_bytes"]
+        shared = done["shared_bytes"]
         grid, block, _ = _grid(spec)
         _, fn = _cuda_function((slot / "replay.ptx").read_text(), spec["kernel"], shared)
         args = _cuda_args(slot, spec)

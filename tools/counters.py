@@ -14,6 +14,7 @@ beside `resources`: {label: {"opencl_s", "cuda_s", "same_output", "why_not",
 metrics.
 """
 import argparse
+import datetime
 import json
 import os
 import pathlib
@@ -35,8 +36,8 @@ def _env():
 def profile(folder):
     """Rows of ncu's report for the replays of one notebook's captures, by slot."""
     cmd = ["ncu", "--csv", "--page", "raw", "--print-units", "base", "--target-processes",
-           "all"] + [a for s in counters.SECTIONS for a in ("--section", s)] + \
-          [sys.executable, "-m", "gpubook.replay", "profile", str(folder)]
+           "all", "--metrics", ",".join(counters.metric_names()),
+           sys.executable, "-m", "gpubook.replay", "profile", str(folder)]
     done = subprocess.run(cmd, capture_output=True, text=True, env=_env(), cwd=ROOT)
     (folder / "ncu.csv").write_text(done.stdout)
     (folder / "ncu.err").write_text(done.stderr)
@@ -63,6 +64,11 @@ def rows_of(folder):
         found = profiled.get(replay.parent.name)
         if found and not row["why_not"]:
             row["metrics"] = counters.summary(found["metrics"])
+        elif not row["why_not"]:
+            row["why_not"] = (f"not profiled: its replay takes over {counters.PROFILE_MAX_S} s"
+                              if (row["cuda_s"] or 0) > counters.PROFILE_MAX_S
+                              else "not profiled: ncu gave no row for it")
+        row["date"] = datetime.date.today().isoformat()
         out[entry["label"]] = row
     return out
 
