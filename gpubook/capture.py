@@ -12,6 +12,7 @@ the CUDA driver from the same PTX, and `tools/counters.py` profiles the latter.
 Capturing costs a queue.finish() and a read of every buffer at each launch that
 is larger than the kernel's largest so far, so a capture run is not a timed run.
 """
+import contextlib
 import json
 import os
 import pathlib
@@ -117,40 +118,69 @@ class Capture:
 
 
 _active = None
+_ORIGINAL = {}
 
 
-def arm(folder):
-    """Route every kernel launch through a Capture into `folder` (idempotent)."""
+def _install(capture):
+    """Route pyopencl's launches through `capture` (None restores pyopencl's own)."""
     global _active
-    if _active is not None:
-        return _active
-    _active = Capture(folder)
-    call, set_args, set_arg = cl.Kernel.__call__, cl.Kernel.set_args, cl.Kernel.set_arg
-    enqueue = cl.enqueue_nd_range_kernel
+    if not _ORIGINAL:
+        _ORIGINAL.update(call=cl.Kernel.__call__, set_args=cl.Kernel.set_args,
+                         set_arg=cl.Kernel.set_arg, enqueue=cl.enqueue_nd_range_kernel)
+    _active = capture
+    if capture is None:
+        cl.Kernel.__call__, cl.Kernel.set_args = _ORIGINAL["call"], _ORIGINAL["set_args"]
+        cl.Kernel.set_arg = _ORIGINAL["set_arg"]
+        cl.enqueue_nd_range_kernel = _ORIGINAL["enqueue"]
+        return
+    call, set_args, set_arg = _ORIGINAL["call"], _ORIGINAL["set_args"], _ORIGINAL["set_arg"]
+    enqueue = _ORIGINAL["enqueue"]
 
     def kernel_call(self, queue, global_size, local_size, *args, **kwargs):
-        _active.set_args(self, args)
-        _active.launch(queue, self, global_size, local_size)
+        capture.set_args(self, args)
+        capture.launch(queue, self, global_size, local_size)
         return call(self, queue, global_size, local_size, *args, **kwargs)
 
     def kernel_set_args(self, *args):
-        _active.set_args(self, args)
+        capture.set_args(self, args)
         return set_args(self, *args)
 
     def kernel_set_arg(self, index, value):
-        _active.set_arg(self, index, value)
+        capture.set_arg(self, index, value)
         return set_arg(self, index, value)
 
     def enqueue_nd_range(queue, kern, global_size, local_size, *args, **kwargs):
-        _active.launch(queue, kern, global_size, local_size)
+        capture.launch(queue, kern, global_size, local_size)
         return enqueue(queue, kern, global_size, local_size, *args, **kwargs)
 
     cl.Kernel.__call__, cl.Kernel.set_args = kernel_call, kernel_set_args
     cl.Kernel.set_arg, cl.enqueue_nd_range_kernel = kernel_set_arg, enqueue_nd_range
+
+
+def arm(folder):
+    """Route every kernel launch of this process through a Capture into `folder`
+    (idempotent); what it could not keep is written to skipped.json at exit."""
+    if _active is not None:
+        return _active
+    capture = Capture(folder)
+    _install(capture)
     import atexit
 
-    atexit.register(_active.write_skipped)
-    return _active
+    atexit.register(capture.write_skipped)
+    return capture
+
+
+@contextlib.contextmanager
+def recording(folder):
+    """A Capture into `folder` for the launches inside the block only."""
+    previous = _active
+    capture = Capture(folder)
+    _install(capture)
+    try:
+        yield capture
+    finally:
+        _install(previous)
+        capture.write_skipped()
 
 
 def arm_from_environment():
