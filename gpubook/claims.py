@@ -13,6 +13,11 @@ that fails shows its other sentence, with the numbers: never a wrong one.
              held="the time grows less than the traffic ({t4 / t16:.2f}× for 4×)",
              failed="the time grows as much as the traffic or more ({t4 / t16:.2f}× for 4×)")
 
+A claim about why a step is faster, or what limits it, is of kind "cause"
+(`kind="cause"`): its relation tests the mechanism (launch cost scaled out, bank
+conflicts counted, a phase timed with the SM's clock), not only the speed-up,
+so that it could fail if the cause were another. The record keeps the kind.
+
 The relation is a Python expression over the values' names. A value that is
 None (a step skipped on a small device, a library that is absent) leaves the
 claim unsettled: its sentence says which inputs are missing, and it neither
@@ -31,9 +36,13 @@ class Claim:
     values: dict = field(default_factory=dict)
     held: object = None  # True, False, or None where an input is missing
     sentence: str = ""
+    kind: str = None     # "cause" for a claim whose relation tests a mechanism
 
     def as_record(self):
-        return {"relation": self.relation, "values": self.values, "held": self.held}
+        out = {"relation": self.relation, "values": self.values, "held": self.held}
+        if self.kind:
+            out["kind"] = self.kind
+        return out
 
 
 def _missing(values):
@@ -48,23 +57,29 @@ def _number(v):
         return v
 
 
-def evaluate(name, relation, held, failed, missing=None, **values):
+KINDS = (None, "cause")
+
+
+def evaluate(name, relation, held, failed, missing=None, kind=None, **values):
     """The Claim for these values: the relation evaluated over them (names only,
     no builtins beyond abs, min, max), and the sentence for its outcome."""
+    if kind not in KINDS:
+        raise ValueError(f"claim {name}: kind must be one of {KINDS}, not {kind!r}")
     values = {k: _number(v) for k, v in values.items()}
     gone = _missing(values)
     if gone:
         text = missing or "not measured on this device ({names} missing)"
-        return Claim(name, relation, values, None, text.format(names=", ".join(gone)))
+        return Claim(name, relation, values, None, text.format(names=", ".join(gone)), kind)
     scope = {"abs": abs, "min": min, "max": max}
     ok = bool(eval(compile(relation, f"<claim {name}>", "eval"), {"__builtins__": scope}, dict(values)))
-    return Claim(name, relation, values, ok, (held if ok else failed).format(**values))
+    return Claim(name, relation, values, ok, (held if ok else failed).format(**values), kind)
 
 
-def claim(name, relation, held, failed, missing=None, glue=True, **values):
+def claim(name, relation, held, failed, missing=None, glue=True, kind=None, **values):
     """Evaluate a claim, remember it for `recorded()`, glue its sentence under
-    `name` (for {glue:text}`name` in the page's prose) and return the Claim."""
-    c = evaluate(name, relation, held, failed, missing, **values)
+    `name` (for {glue:text}`name` in the page's prose) and return the Claim.
+    kind="cause": the relation tests why, not only how much (the module's note)."""
+    c = evaluate(name, relation, held, failed, missing, kind, **values)
     _made[name] = c
     if glue:
         from .show import glue as _glue
@@ -85,3 +100,9 @@ def failed_in(entry):
     """The names of the claims in a record entry that did not hold (None: unsettled
     is not failed)."""
     return sorted(n for n, c in entry.get("data", {}).get("claims", {}).items() if c.get("held") is False)
+
+
+def causes_in(entry):
+    """{name: held} of the claims of kind "cause" in a record entry."""
+    return {n: c.get("held") for n, c in entry.get("data", {}).get("claims", {}).items()
+            if c.get("kind") == "cause"}

@@ -88,3 +88,16 @@ def test_an_answer_reads_its_claims(monkeypatch):
     c = claims.evaluate("less", "ratio < traffic", HELD, FAILED, ratio=1.5, traffic=4)
     show.answer("In this run", c, "")
     assert shown == ["*Answer.* In this run the time grows less than the traffic (1.50× for 4×)"]
+
+
+def test_a_cause_claim_keeps_its_kind_in_the_record():
+    c = claims.evaluate("launch_cost", "t32 / t128 > 0.9", "yes", "no", kind="cause",
+                        t32=15.1, t128=15.1)
+    assert c.held and c.as_record()["kind"] == "cause"
+    assert "kind" not in claims.evaluate("x", "a > b", "y", "n", a=2, b=1).as_record()
+    with pytest.raises(ValueError, match="kind must be one of"):
+        claims.evaluate("x", "a > b", "y", "n", kind="because", a=2, b=1)
+    entry = {"data": {"claims": {"launch_cost": c.as_record(),
+                                 "x": claims.evaluate("x", "a > b", "y", "n", a=2, b=1)
+                                 .as_record()}}}
+    assert claims.causes_in(entry) == {"launch_cost": True}
