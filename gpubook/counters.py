@@ -228,3 +228,62 @@ def record_path(folder, notebook):
     if len(found) != 1:
         raise CountersError(f"no single record of chapter {notebook[:2]} in {folder}")
     return found[0]
+
+
+# --- the page --------------------------------------------------------------------
+
+# (summary key, column heading) of the table a page shows beside a step
+COLUMNS = (("occupancy_pct", "occupancy %"), ("sm_pct", "SM %"), ("dram_pct", "DRAM %"),
+           ("l2_pct", "L2 %"), ("l1_pct", "L1 %"), ("l2_hit_pct", "L2 hit %"),
+           ("shared_conflict_share", "bank conflicts / shared wavefronts"),
+           ("issue_pct", "issue slots %"), ("stalls", "largest stall"))
+
+
+def stored(chapter, device, root=None):
+    """(whose, rows, why) for a page: the counters of `chapter`'s record of this
+    device where it has them; else those of the first recorded device that has
+    them, with `why` the one line saying why this device has none (a device that
+    could take them but has not yet: "not recorded here yet")."""
+    from .records import device_slug, load_results
+
+    found = load_results(chapter, root)
+    mine = found.get(device_slug(device), {})
+    if mine.get("counters"):
+        return mine["device"], mine["counters"], None
+    why = (why_none_here(device) if hasattr(device, "platform") else None) or \
+        "no counters are recorded for this device yet (tools/counters.py)"
+    for entry in found.values():
+        if entry.get("counters"):
+            return entry["device"], entry["counters"], why
+    return None, {}, why
+
+
+def _cell(key, value):
+    if key == "stalls":
+        name, share = next(iter(value.items()))
+        return f"{name.replace('_', ' ')} {100 * share:.0f}%"
+    if key == "shared_conflict_share":
+        return f"{100 * value:.1f}%"
+    return f"{value:.0f}"
+
+
+def table(rows, labels):
+    """Rows for gb.markdown_table: one per label (a kernel label, or a
+    (heading, label) pair), its counters where its replay is trusted, else the
+    reason it says nothing; a label with no row says so. Never an empty table."""
+    out = [["kernel", "CUDA / OpenCL time"] + [h for _, h in COLUMNS]]
+    for item in labels:
+        heading, label = item if isinstance(item, tuple) else (item.split(":")[-1], item)
+        row = rows.get(label)
+        if row is None:
+            out.append([heading, "not profiled"] + [""] * len(COLUMNS))
+            continue
+        ratio = f"{row['cuda_s'] / row['opencl_s']:.2f}" if row.get("cuda_s") and \
+            row.get("opencl_s") else ""
+        if row.get("why_not") or "metrics" not in row:
+            out.append([heading, ratio, row.get("why_not") or "not profiled"]
+                       + [""] * (len(COLUMNS) - 1))
+            continue
+        m = row["metrics"]
+        out.append([heading, ratio] + [_cell(k, m[k]) if k in m else "" for k, _ in COLUMNS])
+    return out

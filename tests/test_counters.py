@@ -195,3 +195,31 @@ def test_capture_skips_what_it_cannot_replay(ctx_queue, tmp_path, monkeypatch):
     queue.finish()
     assert "driver chose" in cap.skipped["twice.cl:twice"]
     assert json.loads((tmp_path / "cap" / "skipped.json").read_text()) == cap.skipped
+
+
+def test_the_page_shows_stored_counters_with_whose_and_why_none_here(tmp_path):
+    rows = {"t.cl:a": {"opencl_s": 1e-3, "cuda_s": 1.02e-3, "same_output": True,
+                       "why_not": None,
+                       "metrics": {"occupancy_pct": 91.2, "dram_pct": 88.7,
+                                   "shared_conflict_share": 0.0213,
+                                   "stalls": {"long_scoreboard": 0.62, "wait": 0.2}}},
+            "t.cl:b": {"opencl_s": 1e-3, "cuda_s": 1.3e-3, "same_output": True,
+                       "why_not": "its CUDA replay takes 1.30x the OpenCL time"}}
+    (tmp_path / "nvidia-h200").mkdir()
+    (tmp_path / "nvidia-h200" / "05_transpose.json").write_text(json.dumps(
+        {"device": "NVIDIA H200", "data": {}, "counters": rows}))
+
+    class Device:    # a CPU device of PoCL's platform, as a reader without a GPU has
+        name = "cpu-haswell-Intel(R) Xeon(R) CPU"
+
+        class platform:
+            name = "Portable Computing Language"
+
+    whose, got, why = counters.stored("05_transpose", Device(), tmp_path)
+    assert whose == "NVIDIA H200" and got == rows and "not an NVIDIA GPU" in why
+    table = counters.table(got, [("step 1", "t.cl:a"), "t.cl:b", "t.cl:c"])
+    assert table[1][:3] == ["step 1", "1.02", "91"]
+    assert "1.30x" in table[2][2] and table[3][1] == "not profiled"
+    assert "2.1%" in table[1] and "long scoreboard 62%" in table[1]
+    assert all(len(r) == len(table[0]) for r in table)
+    assert counters.stored("07_scan", Device(), tmp_path)[:2] == (None, {})

@@ -59,6 +59,8 @@ def rows_of(folder):
     for replay in sorted(folder.glob("*/replay.json")):
         entry = json.loads(replay.read_text())
         row = {k: entry.get(k) for k in ("opencl_s", "cuda_s", "same_output", "why_not")}
+        launch = json.loads((replay.parent / "launch.json").read_text())
+        row["global"], row["local"] = launch["global"], launch["local"]   # which launch
         if entry.get("error"):
             row["why_not"] = entry["error"]
         found = profiled.get(replay.parent.name)
