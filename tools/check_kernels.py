@@ -78,6 +78,8 @@ CASES = {
     "machine-chase": [f"{M}test_pointer_chase_ends_where_the_chain_says"],
     "machine-local": [f"{M}test_local_stride_kernel_reads_what_numpy_says"],
     "device": ["tests/test_device_kernels.py::test_copy_touch_and_fma_chains_at_tiny_sizes"],
+    "device-clock": ["tests/test_clock.py::"
+                     "test_the_portable_build_computes_the_chains_and_writes_zero_stamps"],
     "trace": ["tests/test_trace.py::test_records_ids_of_every_work_item"],
     "multi": ["tests/test_multi.py::test_covariance_split_over_devices[1]"],
     "multi-partials": ["tests/test_multi_sums.py::test_partials_kernel_at_tiny_sizes[5]"],
@@ -121,6 +123,7 @@ BUILDS = {
     "machine-chase": ["machine/chase.cl"],
     "machine-local": ["machine/local_stride.cl"],
     "device": ["device/copy.cl", "device/empty.cl", "device/fma.cl"],
+    "device-clock": ["device/sm_clock.cl"],
     "trace": ["reduction/2_sequential.cl"],
     "multi": COVARIANCE,
     "multi-partials": ["multi/partials.cl"],

@@ -1,0 +1,78 @@
+"""The SM clock under load, read from inside an OpenCL kernel (NVIDIA's inline PTX).
+
+A page that counts cycles needs the clock the SMs ran at, not the data sheet's
+maximum: under a full FMA load a GPU may run below its boost clock. On NVIDIA,
+kernels/device/sm_clock.cl reads each work-group's SM cycle counter and the GPU's
+nanosecond timer around a loop that keeps every SM busy; their ratio is the
+clock in GHz. Other devices have no such counters in OpenCL C, and `measure`
+says so instead of guessing.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+import pyopencl as cl
+
+from . import launch
+from .device import compute_units
+from .kernels import kernel
+
+
+class ClockUnavailable(RuntimeError):
+    """This device's SM clock cannot be read from a kernel; the message says why."""
+
+
+@dataclass(frozen=True)
+class SMClock:
+    ghz: float           # median over work-groups of cycles / nanoseconds
+    low: float           # 20% and 80% quantiles over work-groups
+    high: float
+    groups: int          # work-groups that read the clock
+    sms: int             # distinct SMs they ran on
+    loop_ns: float       # median nanoseconds of one work-group's loop
+
+    def cycles(self, seconds):
+        """Cycles at this clock in `seconds`."""
+        return seconds * self.ghz * 1e9
+
+
+def why_not(device):
+    """Why this device's SM clock is not read here, or None where it is."""
+    if "NVIDIA" not in device.platform.name:
+        return (f"{device.name.strip()} has no SM cycle counter that OpenCL C can read "
+                "(NVIDIA's inline PTX reads %clock64)")
+    return None
+
+
+def stamps(ctx, queue, device, iters=32768, groups_per_cu=4, nv_ptx=None):
+    """Launch the clock kernel over every compute unit; returns (per work-group
+    stamps as an array of [cycles, ns, SM, start ns], the chains' outputs)."""
+    nv_ptx = why_not(device) is None if nv_ptx is None else nv_ptx
+    kern = kernel(ctx, "device/sm_clock.cl", "sm_clock",
+                  {"ITERS": int(iters), "NV_PTX": int(bool(nv_ptx))})
+    local = launch.local_size(kern, device, (256,))
+    groups = compute_units(device) * int(groups_per_cu)
+    out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, 4 * groups * local[0])
+    marks = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, 8 * 4 * groups)
+    a, b = np.float32(0.999), np.float32(0.001)
+    kern(queue, (groups * local[0],), local, out, marks, a, b).wait()    # warm-up
+    kern(queue, (groups * local[0],), local, out, marks, a, b).wait()
+    got = np.empty((groups, 4), np.uint64)
+    sums = np.empty(groups * local[0], np.float32)
+    cl.enqueue_copy(queue, got, marks)
+    cl.enqueue_copy(queue, sums, out)
+    return got, sums
+
+
+def measure(ctx, queue, device, iters=32768, groups_per_cu=4):
+    """The SM clock under an FMA load (SMClock), or ClockUnavailable with the reason."""
+    why = why_not(device)
+    if why:
+        raise ClockUnavailable(why)
+    got, _ = stamps(ctx, queue, device, iters, groups_per_cu)
+    cycles, ns = got[:, 0].astype(float), got[:, 1].astype(float)
+    if not (ns > 0).all():
+        raise ClockUnavailable("the GPU's nanosecond timer did not advance over a loop")
+    ghz = cycles / ns
+    q20, med, q80 = np.quantile(ghz, [0.2, 0.5, 0.8])
+    return SMClock(float(med), float(q20), float(q80), len(ghz),
+                   len(np.unique(got[:, 2])), float(np.median(ns)))

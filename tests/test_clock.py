@@ -1,0 +1,35 @@
+"""The SM clock kernel: its portable build runs anywhere; the clock is read only on NVIDIA."""
+import numpy as np
+import pytest
+
+import gpubook as gb
+from gpubook import clock, limits
+
+
+@pytest.fixture(scope="module")
+def ctx_queue():
+    return gb.make_queue()
+
+
+def test_off_nvidia_the_clock_is_refused_with_the_reason(ctx_queue):
+    ctx, queue = ctx_queue
+    device = queue.device
+    if "NVIDIA" in device.platform.name:
+        pytest.skip("an NVIDIA device reads its clock")
+    with pytest.raises(clock.ClockUnavailable, match="no SM cycle counter"):
+        clock.measure(ctx, queue, device)
+
+
+def test_the_portable_build_computes_the_chains_and_writes_zero_stamps(ctx_queue):
+    ctx, queue = ctx_queue
+    device = queue.device
+    got, sums = clock.stamps(ctx, queue, device, iters=64, groups_per_cu=1, nv_ptx=False)
+    assert got.shape[1] == 4 and not got.any()
+    # the eight chains after 64 steps, as chapter 0's FMA reference computes them
+    want = limits.fma_reference(sums.size, 64, np.float32(0.999), np.float32(0.001))
+    assert np.allclose(sums, want, rtol=1e-5)
+
+
+def test_cycles_at_the_measured_clock():
+    c = clock.SMClock(ghz=1.755, low=1.75, high=1.76, groups=528, sms=132, loop_ns=1e6)
+    assert c.cycles(1e-6) == pytest.approx(1755)
