@@ -22,7 +22,7 @@ import pyopencl as cl
 
 from . import kernels
 
-MAX_BYTES = int(os.environ.get("GPUBOOK_CAPTURE_MAX_BYTES", 1 << 30))
+MAX_BYTES = int(os.environ.get("GPUBOOK_CAPTURE_MAX_BYTES", 2 << 30))
 MAX_KERNELS = int(os.environ.get("GPUBOOK_CAPTURE_MAX_KERNELS", 60))   # per notebook
 
 

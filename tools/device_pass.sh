@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One call of the device tool (GPU host, repo root; carry [".device"], made here by ../shared/device/prepare):
-#   [VENDOR=1] [CPU=1] [CPU_LIMIT=s] [CPU_FULL="NB..."] [LIMIT=s] bash tools/device_pass.sh record|reference TAG NB...
-# record: results only; reference: outputs stored in place + digests. CPU=1 first records
+#   [VENDOR=1] [CPU=1] [CPU_LIMIT=s] [CPU_FULL="NB..."] [LIMIT=s] bash tools/device_pass.sh record|reference|counters TAG NB...
+# record: results only; reference: outputs stored in place + digests; counters: each notebook
+# run with its launches captured (in RAM), then replayed and profiled by tools/counters.py,
+# whose rows go into the chapter's record (a capture run's timings are not the page's). CPU=1 first records
 # the host CPU (PoCL, platform 1) at the default scale; VENDOR=1 measures the vendor libraries.
 # The tarball $OUT/TAG.tgz holds all of results/ as carried plus the notebooks run: back here,
 # take from it only the files this call changed (two calls in a row each hold the other's old copy).
@@ -23,7 +25,17 @@ if [ "${VENDOR:-0}" = 1 ]; then
   PYOPENCL_CTX=0 GPUBOOK_RECORD=1 GPUBOOK_SCALE=full timeout 240 python3 -m gpubook.vendor; echo "vendor rc=$? $(( $(date +%s)-t0 )) s"
 fi
 left=$(( lim - ($(date +%s)-t0) ))
+cap=/dev/shm/gpubook-capture; [ -d /dev/shm ] || cap=/tmp/gpubook-capture
 for nb in "$@"; do
+  if [ "$mode" = counters ]; then
+    s=$(date +%s); name=$(basename "$nb" .ipynb); rm -rf "$cap"
+    PYOPENCL_CTX=0 GPUBOOK_SCALE=full timeout $(( left / 2 )) python3 tools/run_notebooks.py --capture "$cap" "$nb"
+    left=$(( lim - ($(date +%s)-t0) ))
+    PYOPENCL_CTX=0 timeout $left python3 tools/counters.py "$cap" --record | tail -3
+    echo "$nb counters rc=$? $(( $(date +%s)-s )) s"; rm -rf "$cap"
+    left=$(( lim - ($(date +%s)-t0) ))
+    continue
+  fi
   s=$(date +%s)
   flag=--record-only; [ "$mode" = reference ] && flag=--reference
   PYOPENCL_CTX=0 GPUBOOK_SCALE=full timeout $left python3 tools/run_notebooks.py $flag "$nb"
