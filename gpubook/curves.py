@@ -41,3 +41,32 @@ def knee(records, value, high=0.7, low=0.5):
         if first_low is None and r[value] <= low * plateau:
             first_low = r["bytes"]
     return last_high, first_low, plateau
+
+
+def middle_level(records, value, tol=0.1):
+    """A level of a rising curve (latency) between its smallest set's and its largest
+    set's: among the sets whose `value` lies above twice the first set's and below 0.6
+    of the last set's, the longest run of neighbouring sets whose values stay within
+    `tol` of each other (the largest over the smallest). Returns {'lo', 'hi' (bytes),
+    'level' (the run's median), 'sets', 'spread' (largest / smallest - 1), 'after' (the
+    next set's bytes, None at the end)}, or None where no set lies between."""
+    rows = sorted(records, key=lambda r: r["bytes"])
+    first, last = rows[0][value], rows[-1][value]
+    inside = [i for i, r in enumerate(rows) if 2 * first < r[value] < 0.6 * last]
+    best = None
+    for a in range(len(inside)):
+        b = a
+        while (b + 1 < len(inside) and inside[b + 1] == inside[b] + 1
+               and max(rows[i][value] for i in inside[a:b + 2])
+               <= (1 + tol) * min(rows[i][value] for i in inside[a:b + 2])):
+            b += 1
+        if best is None or b - a > best[1] - best[0]:
+            best = (a, b)
+    if best is None:
+        return None
+    run = [rows[i] for i in inside[best[0]:best[1] + 1]]
+    vals = sorted(r[value] for r in run)
+    after = inside[best[1]] + 1
+    return {"lo": run[0]["bytes"], "hi": run[-1]["bytes"], "level": vals[len(vals) // 2],
+            "sets": len(run), "spread": vals[-1] / vals[0] - 1,
+            "after": rows[after]["bytes"] if after < len(rows) else None}

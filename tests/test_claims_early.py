@@ -90,6 +90,7 @@ def test_machine_page_claims_hold_on_the_records(slug):
     held(*mc.cache_knee([r for r in rotated or [] if r["bytes"] >= 2**20] or m["bandwidth_curve"], facts))
     if rotated is not None:
         held(mc.plateau_cause(m["bandwidth_curve"], rotated, facts))
+    held(*mc.latency_levels(m["latency_curve"], facts))
     by = {r["stride"]: r["slowdown"] for r in m["local_stride"]}
     held(*mc.banks(by[2], by[32], max(v for s, v in by.items() if s % 2)))
     held(mc.banks_line(by))
@@ -214,3 +215,27 @@ def test_machine_page_levels_hold_on_the_records(slug):
     m = rec(slug, "00_machine")
     held(mc.levels(max(r["rate"] for r in m["bandwidth_curve"]), m["read_gbs"],
                    rec(slug, "00_device")["limits"]["h2d_gbs"], m["local_gbs"]))
+
+
+@pytest.mark.parametrize("slug", DEVICES)
+def test_machine_page_latency_level_is_the_records(slug):
+    # the H100's chase: 20 ns to 64 KiB, 93 at 256 KiB, 143 from 1 to 16 MiB, 351 at 1 GiB:
+    # the page names the 143 ns level (never "closer to device memory's past 256 KiB")
+    m = rec(slug, "00_machine")
+    facts = dict(m["facts"], l2_bytes=datasheet_value(DEVICES[slug], "l2_bytes"))
+    found, in_l2 = mc.latency_levels(m["latency_curve"], facts)
+    assert "from 1 MiB to 16 MiB a load took 14" in found.sentence
+    assert "it is the L2's latency" in in_l2.sentence
+    from gpubook.chapters.machine import hierarchy_levels
+    rotated = [{"bytes": 2**k, "rate": 7000.0} for k in (20, 21, 22, 23)]
+    rows = hierarchy_levels(facts, m["latency_curve"], m["bandwidth_curve"], 1e4, 50.0, None, rotated)
+    l1, l2 = rows[2], rows[3]
+    assert l2[3].startswith("14") and "1 MiB to 16 MiB" in l2[3] and "not measured" not in l2[3]
+    assert l1[1].startswith("size not measured") and "as OpenCL reports it" not in l1[1]
+
+
+def test_latency_levels_without_a_middle_level_say_so():
+    flat = [{"bytes": 2**k, "ns": 2.0 if k < 20 else 300.0} for k in range(12, 30, 2)]
+    found, in_l2 = mc.latency_levels(flat, {"l2_bytes": 50 * 2**20})
+    assert found.held is None and "no level of its own" in found.sentence
+    assert in_l2.held is None and "not named" in in_l2.sentence

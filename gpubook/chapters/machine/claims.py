@@ -3,7 +3,7 @@ claims (gpubook.claims): each relation is evaluated on the run's numbers, and th
 page shows the sentence that is true for it. Both pages read Little's law through
 the same function (`little_sentence`), with the same read rate and latency."""
 from ...claims import claim
-from ...curves import human_bytes
+from ...curves import human_bytes, middle_level
 
 
 def _kib(n):
@@ -162,6 +162,41 @@ def cache_knee(bandwidth, facts):
                   high_share=rate.get(last_high, float("nan")) / plateau if last_high else None,
                   low_share=rate.get(first_low, float("nan")) / plateau if first_low else None)
     return past, at_l2
+
+
+def latency_levels(latency, facts):
+    """The machine page: the level the pointer chase shows between the smallest set's
+    latency and device memory's (at least two neighbouring sets within 10% of each other),
+    and whether it ends inside the data sheet's L2 (its last set fits the L2, the next
+    does not). Returns the two claims."""
+    small, big = latency[0]["ns"], latency[-1]["ns"]
+    mid = middle_level(latency, "ns")
+    level = mid and mid["sets"] >= 2
+    lo, hi = (str(_kib(mid["lo"])), str(_kib(mid["hi"]))) if level else ("", "")
+    found = claim("latency_mid_level", "sets >= 2 and 2 * small < mid < 0.6 * big",
+                  "Between the two the curve has a level of its own: from " + lo + " to " + hi
+                  + " a load took {mid:,.0f} ns, {mid_small:.1f} times the smallest set's latency "
+                  "and {mid_big:.0%} of device memory's, so a working set there is served by a "
+                  "cache slower than the smallest sets' and faster than device memory",
+                  "Between the two the curve shows no level of its own that holds over two "
+                  "neighbouring working sets",
+                  missing="Between the two the curve shows no level of its own that holds over "
+                          "two neighbouring working sets",
+                  sets=mid["sets"] if mid else 0, small=small, big=big,
+                  mid=mid["level"] if level else None,
+                  mid_small=mid["level"] / small if level else None,
+                  mid_big=mid["level"] / big if level else None)
+    l2 = facts.get("l2_bytes")
+    after = mid["after"] if level else None
+    in_l2 = claim("latency_mid_in_l2", "hi <= l2 < after",
+                  "that level ends inside the data sheet's L2 of " + str(_kib(l2)) + " (" + hi
+                  + " fits it, " + str(_kib(after)) + " does not): it is the L2's latency",
+                  "the data sheet's L2 of " + str(_kib(l2)) + " does not lie where that level ends ("
+                  + hi + " to " + str(_kib(after)) + "), so the level is not named here",
+                  missing="which cache serves that level is not named here (no level, or the "
+                          "book's data-sheet table does not list this device's L2)",
+                  hi=mid["hi"] if level else None, l2=l2, after=after)
+    return found, in_l2
 
 
 def banks(slow2, slow32, slow_odd):
