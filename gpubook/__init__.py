@@ -12,6 +12,7 @@ from .claims import claim
 from .host import host_baseline
 from .kernels import KernelBuildError, build, kernel, show_diff, show_kernel
 from .launch import LaunchError
+from .loopcap import loop_cap, note as loop_cap_note
 from .limits import copy_gbs, fp32_gflops, fp64_gflops, h2d_gbs
 from .plot import new_figure, plot_sweep, plot_time_bars
 from .records import device_slug, load_results, other_devices, record, recorded_limits
@@ -29,6 +30,7 @@ __all__ = [
     "device_summary", "has_fp64", "list_devices", "make_queue", "open_device", "pinned_empty",
     "require_fp64",
     "KernelBuildError", "build", "kernel", "show_diff", "show_kernel", "LaunchError", "launch",
+    "loop_cap", "loop_cap_note",
     "copy_gbs", "fp32_gflops", "fp64_gflops", "h2d_gbs",
     "new_figure", "plot_sweep", "plot_time_bars", "TileError", "tile_label",
     "device_slug", "load_results", "other_devices", "record", "recorded_limits",

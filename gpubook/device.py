@@ -4,7 +4,7 @@ import os
 import numpy as np
 import pyopencl as cl
 
-from . import launch
+from . import launch, loopcap
 from .launch import reported
 
 INSTALL_HINT = (
@@ -104,10 +104,12 @@ def compiler_failure(device):
 
 
 def make_queue(device=None):
-    """A context and a profiling command queue on the chosen device."""
+    """A context and a profiling command queue on the chosen device. A device that
+    stops kernel loops early (gpubook.loopcap, probed once) gets a line saying so."""
     device = choose_device() if device is None else device
     ctx = cl.Context([device])
     queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    loopcap.announce(device, ctx)
     return ctx, queue
 
 

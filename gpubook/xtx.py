@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import launch, tiles
+from . import launch, loopcap, tiles
 from .kernels import kernel
 
 
@@ -76,8 +76,8 @@ def error(c, ref):
 def check(c, ref, tol):
     err = error(c, ref)
     if not err <= tol:
-        raise AssertionError(f"covariance differs from float64 by {err:.2e} of its largest entry "
-                             f"(tolerance {tol:.0e})")
+        raise AssertionError(loopcap.with_note(f"covariance differs from float64 by {err:.2e} of its "
+                                               f"largest entry (tolerance {tol:.0e})"))
     return err
 
 

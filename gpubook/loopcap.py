@@ -1,0 +1,112 @@
+"""Devices that stop a kernel's loops early, without an error.
+
+Mesa's llvmpipe (behind rusticl) gives each work-item a budget of 65,535 loop
+iterations per launch, counted over all its loops, nested ones included, and
+leaves every loop once the budget is spent: the kernel finishes, with a wrong
+answer. A probe of one work-item counting up PROBE_ITERATIONS times finds such a
+cap when a queue is made on the device (device.make_queue), once per device. Where
+there is one, the first cell of a chapter says so in one line, and a check that
+fails in a notebook names it as the likely cause.
+"""
+import numpy as np
+import pyopencl as cl
+
+PROBE_ITERATIONS = 100_000   # above llvmpipe's 65,535; one work-item, about a millisecond on a GPU
+PROBE_SOURCE = """
+__kernel void loop_probe(__global const int *step, __global int *out, int n) {
+    int count = 0;
+    for (int i = 0; i < n; ++i)   /* n and the steps come at run time: no compiler folds it */
+        count += step[i & 1];
+    out[0] = count;
+}
+"""
+
+_caps = {}           # device.int_ptr -> the cap, or None
+_opened = [None]     # the cap of the device a queue was made on last (a notebook's device)
+
+
+def probe(ctx, device, iterations=PROBE_ITERATIONS):
+    """The number of iterations a loop of `iterations` ran on `device`: None when it
+    ran them all (or the probe could not run), else the count where the device stopped."""
+    try:
+        queue = cl.CommandQueue(ctx, device)
+        kern = cl.Kernel(cl.Program(ctx, PROBE_SOURCE).build(devices=[device]), "loop_probe")
+        mf = cl.mem_flags
+        step = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ones(2, np.int32))
+        out = cl.Buffer(ctx, mf.WRITE_ONLY, 4)
+        kern(queue, (1,), (1,), step, out, np.int32(iterations))
+        got = np.zeros(1, np.int32)
+        cl.enqueue_copy(queue, got, out)
+    except cl.Error:    # a device that cannot build or run the probe says so elsewhere
+        return None
+    count = int(got[0])
+    return count if 0 <= count < iterations else None
+
+
+def loop_cap(device, ctx=None):
+    """The number of loop iterations after which `device` stops a kernel's loops,
+    or None where it runs them all (probed once per device)."""
+    key = device.int_ptr
+    if key not in _caps:
+        _caps[key] = probe(ctx if ctx is not None else cl.Context([device]), device)
+    return _caps[key]
+
+
+def _cap(device):
+    return _opened[0] if device is None else loop_cap(device)
+
+
+def note(device=None):
+    """One line for a chapter's first cell where the device stops loops early, else ""
+    (device None: the device a queue was made on last)."""
+    cap = _cap(device)
+    if cap is None:
+        return ""
+    return (f"This device stops kernel loops after {cap:,} iterations (per work-item, all its loops "
+            "together; Mesa's llvmpipe does): checks of kernels that loop longer will fail, and say so.")
+
+
+def failure_note(device=None):
+    """What a failed check adds on a device that stops loops early, else ""."""
+    cap = _cap(device)
+    if cap is None:
+        return ""
+    return (f"This device stops kernel loops after {cap:,} iterations without an error: where the "
+            "kernels checked here loop longer, they stopped early, which is why this check failed.")
+
+
+def with_note(message, device=None):
+    """`message`, followed by failure_note's sentence where there is one."""
+    extra = failure_note(device)
+    return f"{message}. {extra}" if extra else message
+
+
+def announce(device, ctx=None):
+    """Probe `device` (once), remember its cap as the current device's, and where it
+    has one print note's line and have IPython add failure_note to failed checks."""
+    cap = loop_cap(device, ctx)
+    _opened[0] = cap
+    if cap is None:
+        return None
+    print(note(device))
+    _name_the_cause_in_ipython()
+    return cap
+
+
+def _assertion_handler(shell, etype, value, tb, tb_offset=None):
+    """IPython's handler for an AssertionError in a cell (a notebook's checks are
+    asserts): the usual traceback, its message followed by failure_note's sentence."""
+    extra = failure_note()
+    if extra and extra not in str(value):
+        value.args = (f"{value}. {extra}" if str(value) else extra,)
+    shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+
+
+def _name_the_cause_in_ipython():
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None and hasattr(shell, "set_custom_exc"):
+        shell.set_custom_exc((AssertionError,), _assertion_handler)
