@@ -158,6 +158,23 @@ def mma_gflops(device, kind, root=None):
     return None if recorded is None else recorded.get(MMA_KEYS[kind])
 
 
+PAGEABLE_H2D = "host→device, pageable"  # chapter 0's transfer sweep: a NumPy array's copy
+
+
+def recorded_pageable_h2d(device, nbytes, root=None):
+    """Chapter 0's host-to-device rate from pageable host memory (an ordinary NumPy
+    array, which `pyopencl.array.to_device` copies from) at the recorded size nearest
+    `nbytes` on a log scale: (GB/s, that size in bytes), or None where chapter 0 recorded
+    no such sweep for this device. `h2d_gbs` is the page-locked rate, which only pinned
+    host buffers get."""
+    entry = load_results("00_device", root).get(device_slug(device))
+    rows = [r for r in (entry or {}).get("data", {}).get("transfer", []) if r["variant"] == PAGEABLE_H2D]
+    if not rows or nbytes <= 0:
+        return None
+    near = min(rows, key=lambda r: abs(np.log2(r["bytes"] / nbytes)))
+    return near["rate"], near["bytes"]
+
+
 def h2d_gbs(ctx, queue, device):
     """Host-to-device copy rate in GB/s: chapter 0's recorded figure, else a quick
     measurement from page-locked host memory."""

@@ -148,11 +148,13 @@ def flattening(rate_max, rate_quarter, n_max):
                  ratio=rate_max / rate_quarter if rate_quarter else None)
 
 
-def baselines(short_ratio, full_ratio, step5_s, numpy_s, bus_s, cpu):
+def baselines(short_ratio, full_ratio, step5_s, numpy_s, bus_s, cpu, bus_gbs=None, bus_bytes=None):
     """The baselines' reading: pyopencl.array.sum's time over step 5's at the shortest
-    and at the full length; step 5 against np.sum, with the array's trip over the bus
-    (`bus_s`, None where chapter 0 recorded no bus rate) added; and a recorded CPU run's
-    step 5 against its np.sum (`cpu`: that record's data, or None)."""
+    and at the full length; step 5 against np.sum, and the array's trip over the bus
+    (`bus_s`: the array's bytes at chapter 0's pageable host-to-device rate `bus_gbs`,
+    recorded at `bus_bytes`, the rate a NumPy array crosses at; None where chapter 0
+    recorded none) against step 5's time; and a recorded CPU run's step 5 against its
+    np.sum (`cpu`: that record's data, or None)."""
     behind = claim("red_lib_behind_short", "short_ratio > full_ratio",
                    "At the shortest length `pyopencl.array.sum` took {short_ratio:.1f}× step 5's time, "
                    "against {full_ratio:.2f}× at the full length: the host runs more Python "
@@ -161,14 +163,24 @@ def baselines(short_ratio, full_ratio, step5_s, numpy_s, bus_s, cpu):
                    "against {full_ratio:.2f}× at the full length: its share does not grow as the array "
                    "shrinks",
                    short_ratio=short_ratio, full_ratio=full_ratio)
-    bus = claim("red_bus_still_faster", "bus_s + step5_s < numpy_s",
+    rate = ("chapter 0's pageable host-to-device rate, {bus_gbs:.1f} GB/s at "
+            + human_bytes(bus_bytes) if bus_bytes else "chapter 0's pageable host-to-device rate")
+    bus = claim("red_bus_dominates", "bus_s > 10 * step5_s",
+                "Step 5 is {vs_numpy:,.0f}× faster than np.sum when the data already live on the device. "
+                "A NumPy array in ordinary (pageable) host memory must first cross the bus, at " + rate
+                + ": {bus_ms:,.0f} ms, {bus_x:,.0f}× step 5's time and {bus_numpy:.2f}× np.sum's "
+                "{numpy_ms:,.0f} ms, so once the data must cross, the copy and not the sum sets the time",
                 "Step 5 is {vs_numpy:,.0f}× faster than np.sum when the data already live on the device, "
-                "and still faster if they must first cross the bus",
-                "Step 5 is {vs_numpy:,.1f}× faster than np.sum when the data already live on the device, "
-                "but not once they must first cross the bus",
-                missing="Chapter 0 recorded no bus rate for this device, so the trip over the bus is not "
-                        "counted",
-                bus_s=bus_s, step5_s=step5_s, numpy_s=numpy_s, vs_numpy=numpy_s / step5_s)
+                "and the trip of a pageable NumPy array over the bus, at " + rate + ", adds "
+                "{bus_ms:,.1f} ms, only {bus_x:.1f}× step 5's time",
+                missing="Step 5 is {vs_numpy:,.0f}× faster than np.sum when the data already live on the "
+                        "device; chapter 0 recorded no pageable bus rate for this device, so the trip over "
+                        "the bus is not counted".replace("{vs_numpy:,.0f}", f"{numpy_s / step5_s:,.0f}"),
+                **({"bus_gbs": bus_gbs} if bus_bytes else {}),
+                bus_s=bus_s, step5_s=step5_s, numpy_s=numpy_s, vs_numpy=numpy_s / step5_s,
+                bus_ms=None if bus_s is None else bus_s * 1e3,
+                bus_x=None if bus_s is None else bus_s / step5_s,
+                bus_numpy=None if bus_s is None else bus_s / numpy_s, numpy_ms=numpy_s * 1e3)
     n = cpu["n"] if cpu else None
     at = {r["variant"]: r["median_s"] for r in cpu["sweep"] if r["floats"] == n} if cpu else {}
     cpu_c = claim("red_cpu_step5_vs_numpy", "step5_gbs > numpy_gbs",
