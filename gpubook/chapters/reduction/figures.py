@@ -132,7 +132,8 @@ def tree_figure(reads_by_step, wg, warp=32, banks=32, source="traced on the devi
             ax.text(wg + 1.5 + 2.5 * n_warps, r + 0.5,
                     f"s = {s}: {len(by_lid)} work-items; "
                     f"{states.count('divergent')} of {n_warps} warps divergent; "
-                    + ("no bank conflict" if conflict == 1 else f"{conflict}-way bank conflict"),
+                    + ("reads: no bank conflict" if conflict == 1
+                       else f"reads: {conflict}-way bank conflict"),
                     va="center", fontsize=9)
         ax.text(wg + 1.5 + 2.5 * n_warps, 0.5, f"load: {wg} words of local memory", va="center", fontsize=9)
         for w in range(n_warps):
