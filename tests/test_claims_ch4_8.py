@@ -189,7 +189,12 @@ def test_chapter4_one_group_limits_on_a_small_device_say_what_is_missing():
 def test_chapter4_arithmetic_floor_holds_on_the_records(slug):
     d = data(slug, "04_vector_types")
     clock_ns = 1e3 / data(slug, "00_device")["summary"]["max clock (MHz)"]
-    all_hold(vt.arithmetic_floor(1e9 / d["fast_rate"], clock_ns, d["J"], d["K"], 128, 16))
+    floor = vt.arithmetic_floor(1e9 / d["fast_rate"], clock_ns, d["J"], d["K"], 128, 16)
+    all_hold(floor)
+    # the lanes and the special-function units run at the same time: the floor is the
+    # longer of their counts (256 and 256 cycles), never their sum ("at least 512 cycles")
+    assert floor.values["floor"] == max(floor.values["fma"], floor.values["sfu"]) == 256
+    assert "512 cycles" not in floor.sentence
     c = vt.arithmetic_floor(500.0, float("nan"), 2048, 8)
     assert c.held is None and "nan" not in c.sentence.lower()
 
