@@ -197,6 +197,35 @@ def share_refusals(results):
     return lines
 
 
+def _numbers(nums):
+    nums = list(dict.fromkeys(nums))
+    return nums[0] if len(nums) == 1 else ", ".join(nums[:-1]) + " and " + nums[-1]
+
+
+def scale_note(records):
+    """What scale a device's records ran at, as its records give it: chapter 0's (its
+    copy and FMA loops, whose limits the shares divide by) and the chapters', grouped by
+    scale in the book's order, then what that means for the shares."""
+    ch0 = records.get("00_device", {}).get("scale")
+    by_scale = {}
+    for c in CHAPTERS:
+        if c.file in records:
+            by_scale.setdefault(records[c.file].get("scale", "unknown"), []).append(c.title.split(".")[0])
+    parts = [f"chapter 0's copy and FMA loops at the {ch0} scale"] if ch0 else []
+    parts += [f"chapter{'s' if len(set(n)) > 1 else ''} {_numbers(n)} at the {sc} scale"
+              for sc, n in by_scale.items()]
+    text = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else "".join(parts)
+    small = [c.file for c in CHAPTERS if c.file in records and not at_full_scale(records, c.file)]
+    if not ch0:
+        return text + ": it has no chapter 0 record, so no share of its limits is taken"
+    if not at_full_scale(records):
+        return text + ": a run that short does not reach its limits, so no share of them is taken"
+    if small:
+        return (text + ": runs at the small scale do not reach its limits, so the tables give "
+                "those chapters' figures without a share of them")
+    return text + ", so every figure is set against its limits"
+
+
 def steps(chapter, records):
     """[(step, figure, share of the device's limit or None)]; [] when not recorded.
     No share where the chapter or chapter 0 ran at small scale: neither the step's
