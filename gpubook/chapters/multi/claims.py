@@ -133,3 +133,22 @@ def dask_claim(held_ms, threads_ms, bound_ms):
                         "{r_threads:.2f} times the threads' {threads:,.0f} ms and {r_bound:.2f} times its "
                         "own bound of {bound:,.0f} ms, more than 1.25 times both: the rest is Dask's own "
                         "(scheduling, waiting between the tasks)")
+
+
+def hosts_line(this, g, cov, sub, recorded):
+    """The hosts with several devices and their covariance and subset speed-ups, one
+    source per host: for the group this page ran on (`this`, `g` devices) this run's
+    own figures, the ones its tables show; for every other host its record
+    (`recorded`: multi.recorded_scaling(), read before this run records anything, so
+    its entry for this host may be an older run's)."""
+    from ...records import display_name
+
+    this = display_name(this)
+    hosts = [h for h in recorded if display_name(h[0]) != this]
+    if g > 1:
+        hosts.append((f"{this} (this run)", g, cov, sub))
+    hosts.sort(key=lambda h: h[1])
+    return ("; ".join(f"{name}: {n} devices, covariance {c:.2f}×, subsets {s:.2f}×"
+                      for name, n, c, s in hosts)
+            or "no run on a host with more than one device is recorded yet, so the "
+               "book shows no measured scaling across GPUs")
