@@ -38,7 +38,9 @@ def test_chapter0_claims_hold_on_the_records(slug):
     at = {r["variant"]: r["rate"] for r in d["copy"] if r["floats"] == top}
     held(mc.copy_widths(at["float"], at["float4"]))
     held(mc.pageable([r for r in d["transfer"] if r["variant"] == "host→device, pageable"]))
-    held(mc.fma_ramp(d["fma"], max(r["rate"] for r in d["fma"])))
+    ramp = mc.fma_ramp(d["fma"], max(r["rate"] for r in d["fma"]), d["launch"]["event_us"])
+    held(ramp)
+    assert ramp.kind == "cause" and "hide latency" in ramp.sentence and "not because" in ramp.sentence
     held(mc.small_copies(d["copy"], max(r["rate"] for r in d["copy"]), d["launch"]["event_us"]))
     text = mc.little_sentence(little(slug), "sm_90 (Hopper)", glue=False)
     assert "not known" not in text
