@@ -22,6 +22,18 @@ def mean_offsets(queue, partial, zeros, sums, width, m):
     return out.astype(np.float64) / m, event
 
 
+def undefined_columns(c, d):
+    """C with NaN in the rows and columns of features whose mean is not finite (a NaN
+    or an Inf among their values), as NumPy's two-pass covariance has them: the
+    shifted formula C = S/m - d dᵀ would give ±Inf there for some pairs. d: each
+    column's mean offset (or sum). Returns c, changed in place."""
+    bad = ~np.isfinite(np.asarray(d, np.float64))
+    if bad.any():
+        c[bad, :] = np.nan
+        c[:, bad] = np.nan
+    return c
+
+
 def stream_bytes(n, rows):
     """Device bytes of a Stream with blocks of `rows` rows: S, C, two raw slots,
     one padded block, and the column sums."""
@@ -45,6 +57,32 @@ def blocks(m, rows):
     return [(i, min(rows, m - i)) for i in range(0, m, rows)]
 
 
+def check_features(n, name="n"):
+    """n, the columns of the data, as an int of at least 1, or a clear error naming it."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer count of features (columns), not {n!r}")
+    if n < 1:
+        raise ValueError(f"{name} must be at least 1 feature (column), not {n}")
+    return int(n)
+
+
+def check_host_rows(x, n, name="x", least=1):
+    """x as it is, after checking that it is a C-contiguous m x n float32 NumPy
+    array of at least `least` rows (the device reads its bytes as they lie);
+    otherwise a TypeError or ValueError naming `name` and what was expected."""
+    if not isinstance(x, np.ndarray) or x.dtype != np.float32:
+        raise TypeError(f"{name}: expected a NumPy array of float32, got "
+                        f"{getattr(x, 'dtype', type(x).__name__)} (convert with x.astype(np.float32))")
+    if x.ndim != 2 or x.shape[1] != n:
+        raise ValueError(f"{name}: expected rows of {n} features (m x {n}), got shape {x.shape}")
+    if x.shape[0] < least:
+        raise ValueError(f"{name}: expected at least {least} row{'s' if least > 1 else ''}, got {x.shape[0]}")
+    if not x.flags.c_contiguous:
+        raise ValueError(f"{name}: expected a C-contiguous array (rows one after the other), not strides "
+                         f"{x.strides}: pass np.ascontiguousarray({name})")
+    return x
+
+
 def _queues(ctx, device):
     prof = cl.command_queue_properties.PROFILING_ENABLE
     return cl.CommandQueue(ctx, device, properties=prof), cl.CommandQueue(ctx, device, properties=prof)
@@ -54,6 +92,7 @@ class Stream:
     """Covariance of an m x n host array through a device-memory budget."""
 
     def __init__(self, ctx, device, n, budget, tile, m=None):
+        n = check_features(n)
         self.ctx, self.n, self.tile = ctx, n, tile
         self.rows = plan_rows(budget, n, m)
         self.np_ = round_up(n, COL_PAD)
@@ -84,8 +123,8 @@ class Stream:
     def add(self, rows_x):
         """Copy a block of rows (a C-contiguous host array, at most `rows` rows)
         into the next slot and add it to the sums; returns the copy's event."""
-        rows, n = rows_x.shape
-        if rows > self.rows or n != self.n:
+        rows, n = check_host_rows(rows_x, self.n, "rows_x").shape
+        if rows > self.rows:
             raise ValueError(f"a block of {rows_x.shape} does not fit slots of {self.rows} x {self.n}")
         slot, k = self.count % 2, self.count
         wait = [self.free[slot]] if self.free[slot] is not None else None
@@ -136,9 +175,7 @@ class Stream:
     def run(self, x):
         """C of the host array x (pinned memory for full-speed copies). The
         events of the run are in `self.lanes` afterwards, for a timeline."""
-        m, n = x.shape
-        if n != self.n or x.dtype != np.float32:
-            raise ValueError(f"expected float32 data with {self.n} columns, got {x.dtype} {x.shape}")
+        m, n = check_host_rows(x, self.n).shape
         self.begin(x[0])
         for i0, rows in blocks(m, self.rows):
             self.add(x[i0:i0 + rows])
@@ -150,4 +187,4 @@ class Stream:
         out = np.empty((n, n), np.float32)
         cl.enqueue_copy(self.queue, out, self.c)
         self.lanes = {"copy queue": self.copies, "compute queue": self.kernels}
-        return out
+        return undefined_columns(out, d)

@@ -130,8 +130,9 @@ class Covariance:
             self.tile, self.tile_error = None, err
 
     def upload(self, x):
-        if x.shape != (self.m, self.n) or x.dtype != np.float32:
-            raise ValueError(f"expected a float32 array of shape {(self.m, self.n)}, got {x.dtype} {x.shape}")
+        if not isinstance(x, np.ndarray) or x.shape != (self.m, self.n) or x.dtype != np.float32:
+            raise ValueError(f"expected a float32 array of shape {(self.m, self.n)}, got "
+                             f"{getattr(x, 'dtype', type(x).__name__)} {np.shape(x)}")
         cl.enqueue_copy(self.queue, self.x, np.ascontiguousarray(x))
 
     # step 1: mean and centring ------------------------------------------------

@@ -18,7 +18,8 @@ import numpy as np
 import pyopencl as cl
 
 from ...device import pinned_empty
-from ...stream import _queues, blocks, mean_offsets
+from ...stream import (_queues, blocks, check_features, check_host_rows, mean_offsets,
+                      undefined_columns)
 from ...xtx import COL_PAD, ROW_PAD, SUM_ROWS, launch_centre, launch_col_sums, launch_finish, launch_tiles, round_up
 
 MIN_PAIR_ROWS = 8 * ROW_PAD  # fewer rows per launch and launch overhead dominates
@@ -47,7 +48,7 @@ class TilePairs:
     """Covariance one tile pair at a time, for when S does not fit the budget."""
 
     def __init__(self, ctx, device, n, budget, tile, width=None, rows=None):
-        self.ctx, self.n, self.tile = ctx, n, tile
+        self.ctx, self.n, self.tile = ctx, check_features(n), tile
         self.width, self.rows = plan_pairs(budget, n) if width is None else (width, rows)
         if self.width % tile["TM"]:
             raise ValueError(f"panel width {self.width} is not a multiple of the tile width {tile['TM']}")
@@ -85,9 +86,7 @@ class TilePairs:
         staging, then a plain copy) or 'rect' (rectangular copies from x)."""
         if gather not in ("flatten", "rect"):
             raise ValueError(f"gather must be 'flatten' or 'rect', not {gather!r}")
-        m, n = x.shape
-        if n != self.n or x.dtype != np.float32 or not x.flags.c_contiguous:
-            raise ValueError(f"expected C-contiguous float32 data with {self.n} columns")
+        m, n = check_host_rows(x, self.n).shape
         if gather == "flatten" and self.staging is None:
             self.staging = [pinned_empty(self.ctx, self.queue, (2 * self.rows * self.width,))
                             for _ in range(2)]
@@ -130,7 +129,7 @@ class TilePairs:
                                                     self.ds[0], self.ds[1], 1.0 / m, mirror=False)))
             self._scatter(out, j1, w1, j2, w2, gather)
         self.lanes = {"copy queue": copies, "compute queue": kernels}
-        return out
+        return undefined_columns(out, d)
 
     def _flatten_send(self, x, panel, i0, rows, dst, slot, q, wait):
         j, w = panel

@@ -11,7 +11,7 @@ import pyopencl as cl
 
 from ... import launch
 from ...kernels import kernel
-from ...stream import Stream, blocks
+from ...stream import Stream, blocks, check_host_rows, undefined_columns
 from ...timeline import spans
 from ...xtx import ROW_PAD, round_up
 from .lanes import THREADS, Work, in_threads, check_rows
@@ -89,9 +89,13 @@ class Covariance:
         Afterwards: `seconds` (wall time from start to C on the host),
         `host_seconds` (from the last device's read-back to C: the serial part),
         `taken` (the blocks each device took), `timeline()`."""
+        if read is None:
+            m, n = check_host_rows(x, self.n).shape  # before any thread: a bad x is no device's failure
+        elif not isinstance(x, np.ndarray) or x.dtype != np.float32 or x.ndim != 2 or x.shape[1] != self.n \
+                or not len(x):
+            raise ValueError(f"x: expected float32 data of at least one row of {self.n} columns, "
+                             f"got {getattr(x, 'dtype', type(x).__name__)} {np.shape(x)}")
         m, n = x.shape
-        if n != self.n or x.dtype != np.float32:
-            raise ValueError(f"expected float32 data with {self.n} columns, got {x.dtype} {x.shape}")
         count = len(self.lanes) if count is None else count
         if not 1 <= count <= len(self.lanes):
             raise ValueError(f"count must be 1 to {len(self.lanes)}, not {count}")
@@ -132,6 +136,7 @@ class Covariance:
             total.add_all(pending, label="float64 add")  # a device failed: its blocks need another round
         last = max(done.values())
         c = total.add_all(pending, m, label="float64 add") if not overlap else total.finish(m)
+        undefined_columns(c, np.sum(total.cols, axis=0))  # NaN for a feature with a NaN or Inf, as NumPy
         end = time.perf_counter_ns()
         self.seconds, self.host_seconds = (end - t0) * 1e-9, (end - last) * 1e-9
         self.taken, self.count, self._clock, self._done = work.by_worker(count), count, (t0, last, end), set(done)

@@ -19,7 +19,7 @@ import pyopencl as cl
 from ... import launch
 from ...device import check_work_group, compute_units, default_work_group
 from ...kernels import kernel
-from ...logistic import log_likelihood_terms
+from ...logistic import check_data, log_likelihood_terms, real_array
 from ...timing import stats
 
 FEATURE_MULTIPLE = 8    # float4 rows, and blocks of 8 features in grad_blocks
@@ -37,11 +37,14 @@ def padded(n, multiple):
 
 
 def pad(X, labels, stride=None, kp=None):
-    """X (J, K) and labels (J,) as zero-padded float32 arrays (stride, kp) and (stride,)."""
-    X = np.asarray(X, np.float32)
+    """X (J, K) and labels (J,) as zero-padded float32 arrays (stride, kp) and (stride,),
+    after gpubook.logistic.check_data: real and finite in float32, labels 0 or 1
+    (a TypeError or ValueError naming the argument otherwise)."""
+    X = real_array(X, "X", np.float32, (None, None))
     J, K = X.shape
-    if labels.shape != (J,):
-        raise ValueError(f"labels have shape {labels.shape}; X has {J} examples")
+    if np.shape(labels) != (J,):
+        raise ValueError(f"labels have shape {np.shape(labels)}; X has {J} examples")
+    X, labels = check_data(X, labels)
     stride = padded(J, EXAMPLE_MULTIPLE) if stride is None else stride
     kp = padded(K, FEATURE_MULTIPLE) if kp is None else kp
     if stride < J or kp < K or stride % EXAMPLE_MULTIPLE or kp % FEATURE_MULTIPLE:
@@ -85,6 +88,7 @@ class Buffers:
         mf = cl.mem_flags
         self.stride, self.kp, self.parts = stride, kp, parts
         self.n = 0              # examples holding data; rows n..stride are zero
+        self.k = kp             # features holding data (K of the last upload); columns k..kp are zero
         self.x = cl.Buffer(ctx, mf.READ_WRITE, 4 * stride * kp)
         self.xt = cl.Buffer(ctx, mf.READ_WRITE, 4 * stride * kp)
         self.y = cl.Buffer(ctx, mf.READ_WRITE, 4 * stride)
@@ -190,7 +194,7 @@ class Logreg:
         Xp, yp = pad(X, labels, buf.stride, buf.kp)
         cl.enqueue_copy(self.queue, buf.x, Xp)
         cl.enqueue_copy(self.queue, buf.y, yp)
-        buf.n = len(labels)
+        buf.n, buf.k = len(labels), np.shape(X)[1]
         self.transpose("tiled", buf, buf.stride).wait()
 
     def synthetic(self, buf, n, k, seed=1):
@@ -203,10 +207,15 @@ class Logreg:
                             np.int32(buf.stride), np.int32(n), np.int32(k), np.uint32(seed))
         self.k["fill_labels"](self.queue, (padded(buf.stride, self.local),), (self.local,),
                               buf.y, np.int32(buf.stride), np.int32(n))
-        buf.n = n
+        buf.n, buf.k = n, k
         self.transpose("tiled", buf, buf.stride).wait()
 
     def set_theta(self, buf, theta):
+        """theta: the weights of the data's K features, or of all kp (padded with zeros on the device)."""
+        theta = real_array(theta, "theta", np.float32, (None,))
+        if len(theta) not in (buf.k, buf.kp):
+            raise ValueError(f"theta must hold {buf.k} weights (one per feature) or {buf.kp} (padded), "
+                             f"not {len(theta)}")
         t = np.zeros(buf.kp, np.float32)
         t[:len(theta)] = theta
         cl.enqueue_copy(self.queue, buf.theta, t).wait()
@@ -305,6 +314,11 @@ class Logreg:
 
     def train(self, variant, buf, n, rate, iterations, theta0=None):
         """Weights after `iterations` iterations from theta0 (default zeros), as float32."""
+        if isinstance(iterations, (bool, np.bool_)) or not isinstance(iterations, (int, np.integer)) \
+                or iterations < 0:
+            raise ValueError(f"iterations must be a count of at least 0, not {iterations!r}")
+        if not (isinstance(rate, (int, float, np.integer, np.floating)) and np.isfinite(rate)):
+            raise ValueError(f"rate must be a finite step size, not {rate!r}")
         self.set_theta(buf, np.zeros(buf.kp) if theta0 is None else theta0)
         for _ in range(iterations):
             self.iteration(variant, buf, n, rate)
