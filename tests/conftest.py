@@ -1,0 +1,16 @@
+"""The property tests' Hypothesis profiles (selected by HYPOTHESIS_PROFILE: "ci"
+by default, "fuzz" for `make fuzz`) and the count of inputs they tried, appended
+to the file GPUBOOK_FUZZ_COUNT names (one line per test process: the total, then each
+entry point's inputs/those compared with NumPy). The
+repository's conftest.py (one folder up) still applies to every test."""
+import os
+
+import property_inputs
+
+
+def pytest_sessionfinish(session):
+    path, total = os.environ.get("GPUBOOK_FUZZ_COUNT"), sum(property_inputs.TRIED.values())
+    if path and total:
+        with open(path, "a") as f:
+            f.write(f"{total} " + " ".join(f"{k}={v}/{property_inputs.COMPARED[k]}"
+                                           for k, v in sorted(property_inputs.TRIED.items())) + "\n")
