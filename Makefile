@@ -7,7 +7,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 # The CPU device recorded as the second reference (PoCL's platform on the GPU host).
 CPU_CTX ?= portable
 
-.PHONY: book test time-test run lab reference check-reference kernel-builds check-kernels clean venv
+.PHONY: book test fuzz time-test test-devices run lab reference check-reference kernel-builds check-kernels clean venv
 
 venv: $(VENV)/.installed
 
@@ -41,10 +41,31 @@ test: venv
 	GPUBOOK_SCALE=small $(PYTEST) tests $(filter-out $(SMALL_DEVICE_NOTEBOOKS),$(NOTEBOOKS)) --nbval-lax --nbval-current-env
 	POCL_MAX_WORK_GROUP_SIZE=32 GPUBOOK_SCALE=small $(PYTEST) $(SMALL_DEVICE_NOTEBOOKS) --nbval-lax --nbval-current-env
 
+## fuzz: the property tests (tests/test_properties*.py) with Hypothesis's "fuzz" profile: random
+## seeds, no deadline, GPUBOOK_FUZZ_FACTOR (25) times the examples of `make test`'s fixed-seed run
+## (over 50,000 inputs); prints how many inputs each entry point tried and how many were compared.
+FUZZ_COUNT := _build/fuzz_count.txt
+fuzz: venv
+	mkdir -p _build && rm -f $(FUZZ_COUNT)
+	HYPOTHESIS_PROFILE=fuzz GPUBOOK_FUZZ_COUNT=$(CURDIR)/$(FUZZ_COUNT) GPUBOOK_SCALE=small \
+		$(PYTEST) tests/test_properties.py tests/test_properties_fit.py -W ignore::RuntimeWarning
+	@$(PY) -c "import sys; rows = open(sys.argv[1]).read().split(chr(10)); rows = [r for r in rows if r]; \
+		print(chr(10).join(rows)); print('inputs tried:', sum(int(r.split()[0]) for r in rows))" $(FUZZ_COUNT)
+
 ## time-test: time `make venv`, `make book` and `make test` in a fresh clone with an empty
 ## PoCL cache, and append the times to book/data/test_times.csv (the maintainers' page)
 time-test:
 	python3 tools/time_make_test.py
+
+## test-devices: run the notebooks under nbval (small scale) on each OpenCL implementation
+## installed here: PoCL at 32 and at 16 work-items per work-group, Intel's OpenCL CPU runtime
+## (pip wheels intel-opencl-rt, registered through OCL_ICD_VENDORS) and Mesa's rusticl on
+## llvmpipe; prints per implementation the cells passed and failed and the time, and skips
+## the ones not installed with the reason (tools/test_devices.py). DEVICE_NOTEBOOKS picks
+## notebooks; the logs go to _build/test_devices/.
+DEVICE_NOTEBOOKS ?= $(NOTEBOOKS)
+test-devices: venv
+	$(VPY) tools/test_devices.py --workers $(TEST_WORKERS) $(DEVICE_NOTEBOOKS)
 
 ## kernel-builds: record every kernel build that `make test` makes (files, -D options,
 ## preamble) into tests/data/kernel_builds.json, which tests/test_strict_compile.py
