@@ -36,6 +36,61 @@ def test_tsqr_matches_numpy(fp64_env, m, cols, block_rows, in_local):
     assert_r_matches(qr.r_factor(a), a)
 
 
+def guarded_triangles(ctx, queue, qr, count, guard=512):
+    """Give qr its two triangle buffers (Ra, Rb) for `count` leaves, each with
+    `guard` more doubles after them, every value NaN; returns them."""
+    size = 8 * (count * qr.C ** 2 + guard)
+    bufs = [cl.Buffer(ctx, cl.mem_flags.READ_WRITE, size) for _ in range(2)]
+    for buf in bufs:
+        cl.enqueue_fill_buffer(queue, buf, np.float64(np.nan), 0, size)
+    qr.Ra, qr.Rb = bufs
+    qr._capacity = count
+    return bufs
+
+
+@pytest.mark.parametrize("leaves, in_local", [(2, None), (4, None), (5, None), (6, None), (7, None),
+                                              (4, False), (5, False)])
+def test_no_work_group_writes_past_its_triangle(fp64_env, leaves, in_local):
+    """The leaves write triangles 0 .. leaves-1 of Ra, the first tree level
+    triangles 0 .. ceil(leaves/2)-1 of Rb, later levels fewer: nothing past
+    them. With an early return in tsqr_tree (where it copied an unpaired
+    triangle), PoCL 3.0's loopvec work-group method ran write_r's loop for every
+    work-item, so each pair wrote WG - C*C values past its triangle: into the
+    next pair's triangle (a wrong R whenever that group had finished first, as
+    after Includ's run on the other thread) or past the buffer's end. NaN in
+    the buffers makes it deterministic: leaves = 2, 4 and 6 wrote into Rb's tail."""
+    _, ctx, queue = fp64_env
+    qr = tsqr.TSQR(ctx, queue, 7, block_rows=64, in_local=in_local)
+    m = (leaves - 1) * qr.BR + 44                       # a partial last leaf
+    a = np.random.default_rng(leaves).standard_normal((m, 7))
+    assert qr.leaves(m) == leaves
+    ra, rb = guarded_triangles(ctx, queue, qr, leaves)
+    qr.enqueue(qr.upload(a), m)
+    assert_r_matches(qr.r(), a)
+    for buf, written in ((ra, leaves), (rb, -(-leaves // 2))):
+        host = np.empty(buf.size // 8)
+        cl.enqueue_copy(queue, host, buf)
+        past = np.flatnonzero(~np.isnan(host[written * qr.C ** 2:]))
+        assert not past.size, f"{past.size} values written past triangle {written - 1} (leaves = {leaves})"
+
+
+def test_tsqr_after_includ_in_the_same_context(fp64_env):
+    """The reported case: a row-group Includ run, then TSQR of 300 x 7 rows
+    (5 leaves, unpaired triangles at two levels) gave a Gram error of ~0.1 in
+    up to half the runs on PoCL (2 threads) before the tree kernel lost its
+    early return. A race between work-groups, so this catches the old code only
+    now and then; the test above catches it every time."""
+    _, ctx, queue = fp64_env
+    x, y = lsq.make_problem(300, 6)
+    a = np.column_stack([x, y])
+    qr = tsqr.TSQR(ctx, queue, 7, block_rows=64)
+    errors = []
+    for _ in range(25):
+        lsq.Includ(ctx, queue, 6, "2_row_group").run(x, y)     # a new one each time, as reported
+        errors.append(tsqr.gram_error(qr.r_factor(a), a))
+    assert max(errors) < 1e-12, f"{sum(e >= 1e-12 for e in errors)} of 25 runs wrong, worst {max(errors):.1e}"
+
+
 def test_repeated_columns_give_zero_diagonal_not_nan(fp64_env):
     _, ctx, queue = fp64_env
     rng = np.random.default_rng(3)

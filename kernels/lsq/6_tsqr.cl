@@ -5,8 +5,16 @@
 // C columns (the response as its last column) by Householder reflections
 // and writes its C x C triangle R_g. tsqr_tree: work-group g stacks R_2g on
 // R_2g+1 (they lie one after the other: a 2C x C matrix), factors the stack
-// and writes one triangle; the host launches it until one R is left. No
-// work-group ever waits for another: each level is one launch.
+// and writes one triangle; the host launches it until one R is left, one
+// work-group per pair, and copies a last triangle without a partner itself.
+// No work-group ever waits for another: each level is one launch.
+//
+// No work-group returns early: every work-item runs to the end. With a return
+// before the barriers (the unpaired triangle's copy was one), PoCL 3.0's default
+// work-group method (loopvec, LLVM 14) ran the body of write_r's loop
+// `for (e = lid; e < C * C; e += WG)` for every work-item, e up to WG - 1: each
+// pair wrote WG - C * C values past its triangle, over the next one's first rows
+// when that group ran first (a wrong R), or past the buffer's end.
 //
 // One Householder step per column j, two barriers each. Work-item (tx, ty)
 // owns columns j + tx, j + tx + TX, ... and the active rows t = ty, ty + TY,
@@ -122,19 +130,15 @@ void tsqr_leaf(__global double *restrict a, const int m, __global double *restri
 }
 
 #else
-// Triangles 2g and 2g+1 of rin (count of them) into triangle g of rout; a
-// last one without a partner is copied. rin is overwritten.
+// Triangles 2g and 2g+1 of rin into triangle g of rout, one work-group per
+// pair (a last triangle without a partner is the host's to copy). rin is
+// overwritten.
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void tsqr_tree(
-        __global double *restrict rin, const int count, __global double *restrict rout)
+        __global double *restrict rin, __global double *restrict rout)
 {
     __local double part[TY * C], piv[C];
     const int g = get_group_id(0);
     __global double *stack = rin + (size_t)2 * g * C * C;
-    if (2 * g + 1 >= count) {
-        for (int e = get_local_id(0); e < C * C; e += WG)
-            rout[(size_t)g * C * C + e] = stack[e];
-        return;
-    }
 #if IN_LOCAL
     __local double p[2 * C * C];
     for (int e = get_local_id(0); e < 2 * C * C; e += WG)
