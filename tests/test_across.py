@@ -136,6 +136,7 @@ def test_machine_rows(tmp_path):
     assert rows["latency of one load, smallest working set (ns)"] == ["30"]
     assert rows["best read bandwidth, in a cache (GB/s)"] == ["9,000"]
     assert rows["latency's half-way edge (working set)"] == ["64 KiB"]
+    assert rows["latency's middle level (ns, working sets)"] == ["none"]   # no two sets between
     assert rows["bytes in flight, whole device (Little's law)"] == ["2.23 MiB"]
     assert rows["read bandwidth, work-groups rotated, 1 to 8 MiB (GB/s)"] == ["not recorded"]
     rotated = [{"bytes": 2**k, "rate": 1000.0 * k} for k in range(18, 26)]  # 1, 2, 4, 8 MiB: 20-23
@@ -330,3 +331,10 @@ def test_no_share_from_a_small_scale_record_and_one_line_that_says_so(tmp_path):
     assert ac.share_refusals(results) == [f"{ac.name(results[cpu])}: no shares for 07_scan, recorded at "
                                           "the small scale (GPUBOOK_SCALE=full records them)"]
     assert all(s is None for _, _, s in ac.steps(ac.by_file("07_scan"), results[cpu]))
+
+
+def test_machine_rows_give_the_measured_middle_level_of_latency(results):
+    # the H100's chase: 143 ns from 1 to 16 MiB (its L2), measured, not "not measured"
+    rows = {r[0]: r[1:] for r in ac.machine_rows(results)}
+    col = rows["quantity"].index("NVIDIA H100 80GB HBM3")
+    assert rows["latency's middle level (ns, working sets)"][col] == "143 (1 MiB to 16 MiB)"

@@ -1,7 +1,7 @@
 """Chapter 9's tables, as rows for gpubook.show.markdown_table: the last step of
 every chapter on every device, the vendors' libraries, two devices against each
 other, the limits and the machine's curves, and chapter 10's hosts."""
-from ...curves import edge, human_bytes
+from ...curves import edge, human_bytes, middle_level
 from ...peaks import published_peaks
 from ...records import load_results
 from .records import (MACHINE, at_full_scale, fmt, headline, limits, mma_roof, name, pct, present, ratios,
@@ -136,6 +136,7 @@ MACHINE_ROWS = [  # (quantity, how to read it from the machine chapter's record)
     ("latency of one load, smallest working set (ns)", lambda m: fmt(m["latency_curve"][0]["ns"])),
     ("latency of one load, device memory (ns)", lambda m: fmt(m["latency_ns"])),
     ("latency's half-way edge (working set)", lambda m: human_bytes(edge(m["latency_curve"], "ns"))),
+    ("latency's middle level (ns, working sets)", lambda m: _middle(m["latency_curve"])),
     ("best read bandwidth, in a cache (GB/s)", lambda m: fmt(max(r["rate"] for r in m["bandwidth_curve"]))),
     ("read bandwidth, work-groups rotated, 1 to 8 MiB (GB/s)", lambda m: _spread(m.get("rotated_curve"))),
     ("read bandwidth, device memory (GB/s)", lambda m: fmt(m["read_gbs"])),
@@ -144,6 +145,16 @@ MACHINE_ROWS = [  # (quantity, how to read it from the machine chapter's record)
     ("bytes in flight, whole device (Little's law)", lambda m: human_bytes(m["little"]["device_bytes"])),
     ("bytes in flight per compute unit", lambda m: human_bytes(m["little"]["per_cu_bytes"])),
 ]
+
+
+def _middle(latency):
+    """The level the machine page's latency curve holds between its smallest set's and
+    device memory's (curves.middle_level, over two neighbouring sets at least; on the
+    reference GPUs the L2's), or that it shows none."""
+    mid = middle_level(latency, "ns")
+    if not mid or mid["sets"] < 2:
+        return "none"
+    return f"{fmt(mid['level'])} ({human_bytes(mid['lo'])} to {human_bytes(mid['hi'])})"
 
 
 def _spread(rotated):
