@@ -263,7 +263,8 @@ class DeviceScan:
         pyopencl array, of at least n floats); returns every event of the scan (none
         for n = 0)."""
         n = count(n, "n", 2**32 - 1)
-        src, dst = device_buffer(src, "src", n, np.float32), device_buffer(dst, "dst", n, np.float32)
+        src = device_buffer(src, "src", n, np.float32)
+        dst = device_buffer(dst, "dst", n, np.float32)
         if n == 0:
             return []
         tiles = -(-n // self.tile)
