@@ -114,7 +114,10 @@ class TSQR:
         """The work-group asked for. On a CPU, at most 8 rows of work-items (TY): Debian's
         PoCL 3.1 corrupts the host's heap running tsqr_tree with more (seen with 16 and
         32), and a CPU runs a work-group as one thread's loop, so a smaller one costs
-        little there."""
+        little there. Likely the early return's miscompile that 6_tsqr.cl describes (each
+        pair then wrote WG - C*C values past its triangle: 79 and 207 at C = 7, past the
+        buffer's end at the last one), gone with it on PoCL 3.0; kept until Debian's 3.1
+        is checked."""
         if device.type & cl.device_type.CPU:
             wg = min(wg, 8 * _columns_per_row(self.C, wg))
         return wg
@@ -137,6 +140,8 @@ class TSQR:
                 # The blocks are factored in place; with the pointers `restrict`, Debian's PoCL 3.1
                 # returned a wrong R now and then (about 1 run in 50 on a loaded 2-core host, in
                 # global memory; 0 in 800 without). -Drestrict= drops the qualifier there.
+                # Perhaps the same miscompile seen through timing (a wrong R now and then);
+                # kept until checked on Debian's 3.1.
                 defines["restrict"] = ""
             kern = kernel(self.ctx, PATH, name, defines)
             if launch.why_not(device, wg, kern=kern) is None:
