@@ -106,3 +106,11 @@ def causes_in(entry):
     """{name: held} of the claims of kind "cause" in a record entry."""
     return {n: c.get("held") for n, c in entry.get("data", {}).get("claims", {}).items()
             if c.get("kind") == "cause"}
+
+
+def shown(*names, sep="; ", end="."):
+    """The sentences of claims made in this run, joined, as Markdown for the page:
+    for a claim shown by a cell's output rather than glued into the prose."""
+    from IPython.display import Markdown
+
+    return Markdown(sep.join(_made[n].sentence for n in names) + end)
