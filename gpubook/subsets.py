@@ -9,6 +9,7 @@ import pyopencl as cl
 
 from . import launch
 from .device import require_fp64
+from .inputs import real_array
 from .kernels import kernel
 
 
@@ -39,15 +40,10 @@ def subsets_numpy(xtx, xty, yty, k):
 def checked(name, a, shape):
     """`a` as a C-contiguous float64 array of `shape` with finite values, or a
     TypeError (not real numbers) or ValueError (shape, NaN or Inf) naming it."""
-    a = np.asarray(a)
-    if a.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must hold real numbers (converted to float64), got dtype {a.dtype}")
-    if a.shape != shape:
-        raise ValueError(f"{name} must have shape {shape}, got {a.shape}")
-    a = np.asarray(a, np.float64, order="C")
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return a
+    got = np.shape(a)
+    if got != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {got}")
+    return real_array(name, a, len(shape))
 
 
 class SubsetSearch:

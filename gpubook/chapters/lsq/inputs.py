@@ -6,23 +6,7 @@ expected, never a raw OpenCL error or a number."""
 import numpy as np
 import pyopencl as cl
 
-REAL_KINDS = "biuf"  # bool, signed and unsigned integers, floats
-
-
-def array(name, a, ndim):
-    """`a` as a C-contiguous float64 array of `ndim` dimensions with finite values."""
-    try:
-        arr = np.asarray(a)
-    except ValueError as err:  # ragged nested lists
-        raise ValueError(f"{name} must be a {ndim}-dimensional array of real numbers ({err})") from None
-    if arr.dtype.kind not in REAL_KINDS:
-        raise TypeError(f"{name} must hold real numbers (converted to float64), got dtype {arr.dtype}")
-    if arr.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
-    arr = np.asarray(arr, np.float64, order="C")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return arr
+from ...inputs import real_array as array  # noqa: F401 - this chapter's name for it
 
 
 def matrix(name, a, cols=None, min_rows=0, min_cols=1):
