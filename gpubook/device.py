@@ -109,7 +109,7 @@ def make_queue(device=None):
     device = choose_device() if device is None else device
     ctx = cl.Context([device])
     queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
-    loopcap.announce(device, ctx)
+    loopcap.announce(device)
     return ctx, queue
 
 

@@ -34,7 +34,7 @@ def test_no_cap_no_note(env, fresh, capsys):
     device, ctx, _ = env
     assert gb.loop_cap(device, ctx) is None
     assert gb.loop_cap_note(device) == "" and loopcap.failure_note(device) == ""
-    assert loopcap.announce(device, ctx) is None
+    assert loopcap.announce(device) is None
     assert capsys.readouterr().out == ""
     assert loopcap.with_note("weights differ", device) == "weights differ"
 
@@ -63,7 +63,7 @@ def test_a_failed_check_names_the_cap(env, fresh, monkeypatch):
     from gpubook import xtx
 
     monkeypatch.setattr(loopcap, "probe", lambda c, d: 65_535)
-    loopcap.announce(device, ctx)
+    loopcap.announce(device)
     with pytest.raises(AssertionError, match="covariance differs.*stops kernel loops after 65,535"):
         xtx.check(np.full((2, 2), 2.0), np.ones((2, 2)), 1e-3)
     assert xtx.check(np.ones((2, 2)), np.ones((2, 2)), 1e-3) == 0.0
