@@ -1,4 +1,6 @@
 """What the page shows as Markdown: small tables, the package's host code, glued numbers."""
+import re
+
 from .paths import ROOT
 
 
@@ -6,12 +8,18 @@ def markdown_table(rows, header=True):
     """Rows of cells as a Markdown table (first row the header)."""
     from IPython.display import Markdown
 
-    rows = [[str(c) for c in row] for row in rows]
+    rows = [[_cell(c) for c in row] for row in rows]
     if not header:
         rows = [["", ""][:len(rows[0])]] + rows
     lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
     lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
     return Markdown("\n".join(lines))
+
+
+def _cell(value):
+    """A table cell's text with its pipes escaped: an unescaped `|` (as in "|cos|")
+    ends the cell, and a row with too many cells turns the table into raw text."""
+    return re.sub(r"(?<!\\)\|", r"\\|", str(value))
 
 
 COLUMNS = 88  # shown code never prints a longer line
@@ -107,15 +115,40 @@ def glue(**values):
     The book's Markdown cites them as {glue:text}`name:.0f`: myst-nb reads the
     hidden output this writes, so prose numbers always come from the same run as
     the plots. (The same output format as myst_nb.glue, without importing it.)
+    {glue:text} pastes its text as it is, unparsed: a string value is stored as
+    `plain_text` makes it, without Markdown that would show as raw `$`, backticks
+    or asterisks.
     """
     import numbers
 
     from IPython.display import display
 
     for name, value in values.items():
-        text = repr(float(value)) if isinstance(value, numbers.Real) else str(value)
+        text = repr(float(value)) if isinstance(value, numbers.Real) else plain_text(str(value))
         display({GLUE_PREFIX + "text/plain": text}, raw=True,
                 metadata={"scrapbook": {"name": name, "mime_prefix": GLUE_PREFIX}})
+
+
+TEX = {r"\times": "×", r"\cdot": "·", r"\le": "≤", r"\leq": "≤", r"\ge": "≥", r"\geq": "≥",
+       r"\approx": "≈", r"\ne": "≠", r"\log": "log", r"\,": "\u2009", r"\;": " ", r"\ ": " "}
+
+
+def _plain_math(tex):
+    """Inline TeX as text: the symbols of TEX, braces dropped ("2^{24}" -> "2^24")."""
+    for command, text in sorted(TEX.items(), key=lambda kv: -len(kv[0])):
+        tex = re.sub(re.escape(command) + r"(?![A-Za-z])", text, tex)
+    return tex.replace("{", "").replace("}", "")
+
+
+def plain_text(text):
+    """Markdown's inline marks taken out of a sentence, for {glue:text}, which pastes
+    text unparsed: `$N$` -> N, a code span -> its text, *word* and **word** -> word.
+    The same sentence shown through Markdown (gb.answer, claims.shown) keeps them."""
+    # MyST's dollarmath: no space inside either `$`, no digit after the closing one
+    text = re.sub(r"(?<![\\$])\$(?=\S)([^$\n]+?)(?<=[^\s\\])\$(?!\d)", lambda m: _plain_math(m.group(1)), text)
+    text = re.sub(r"(`+)(.+?)\1", lambda m: m.group(2).strip(), text)
+    text = re.sub(r"(?<![\w*])(\*{1,2})(?=\S)(.+?)(?<=\S)\1(?![\w*])", r"\2", text)
+    return text
 
 
 def end_chapter(reason):
