@@ -18,6 +18,9 @@ The rule every figure follows (chapters' figures.py draw through it):
   above that is at least MIN_CSS_PX CSS px on the page. `legibility(fig)` works
   out both numbers for a drawn figure; the figure tests call `check_legible`.
 - Never set a figsize or dpi by hand; never a fontsize below MIN_POINTS.
+- No tick labels that overlap (`overlapping_labels(ax)`, from matplotlib's text
+  extents as drawn; `check_legible` fails on them). Long category labels wrap, or
+  turn upright (`fit_tick_labels(ax)`).
 """
 import io
 
@@ -90,7 +93,87 @@ def check_legible(fig, what="figure"):
     assert got["scale"] >= least, f"{what}: shown at {got['scale']:.2f} of its width, below {least}: {got}"
     assert got["points"] >= MIN_POINTS, f"{what}: text at {got['points']} pt, below {MIN_POINTS}: {got}"
     assert got["css_px"] >= MIN_CSS_PX, f"{what}: text {got['css_px']:.1f} CSS px as shown: {got}"
+    crowded = {ax.get_title() or f"axes {i}": pairs for i, ax in enumerate(fig.axes)
+               if (pairs := overlapping_labels(ax))}
+    assert not crowded, f"{what}: tick labels overlap: {crowded}"
     return got
+
+
+def _drawn_ticklabels(axis):
+    """The visible, non-empty tick labels (major and minor) that `axis` draws: those
+    of ticks inside its view interval, at the positions of the last draw."""
+    lo, hi = sorted(axis.get_view_interval())
+    slack = 1e-9 * (abs(hi) + abs(lo) + 1.0)
+    labels = []
+    for tick in [*axis.get_major_ticks(), *axis.get_minor_ticks()]:
+        loc = tick.get_loc()
+        if loc is None or not lo - slack <= loc <= hi + slack:
+            continue
+        for label in (tick.label1, tick.label2):
+            if label.get_visible() and label.get_text().strip():
+                labels.append(label)
+    return labels
+
+
+def _corners(text, renderer):
+    """The four corners (display px) of a text's drawn rectangle, turned with it: its
+    unturned width and height about the centre of its axis-aligned extent (a turned
+    rectangle's extent is centred on it)."""
+    box, angle = text.get_window_extent(renderer), text.get_rotation()
+    text.set_rotation(0)
+    flat = text.get_window_extent(renderer)
+    text.set_rotation(angle)
+    t = np.radians(angle)
+    turn = np.array([[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]])
+    half = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]) * [flat.width / 2, flat.height / 2]
+    return half @ turn.T + [(box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2]
+
+
+def _overlap(a, b, pad):
+    """Whether two convex quadrilaterals overlap by more than pad px (separating axes)."""
+    for poly in (a, b):
+        for k in range(4):
+            edge = poly[(k + 1) % 4] - poly[k]
+            normal = np.array([-edge[1], edge[0]]) / (np.hypot(*edge) or 1.0)
+            pa, pb = a @ normal, b @ normal
+            if pa.max() <= pb.min() + pad or pb.max() <= pa.min() + pad:
+                return False
+    return True
+
+
+def overlapping_labels(ax, pad_px=1.0):
+    """Pairs of tick-label texts of ax (on either axis) whose drawn extents overlap,
+    as matplotlib lays them out (its text extents after a draw, turned with a label
+    that is turned); [] when none do. Boxes that only touch, within pad_px display
+    pixels, do not count."""
+    fig = ax.get_figure()
+    fig.draw_without_rendering()
+    renderer = fig._get_renderer()
+    pairs = []
+    for axis in (ax.xaxis, ax.yaxis):
+        boxes = [(t.get_text(), _corners(t, renderer)) for t in _drawn_ticklabels(axis)]
+        for i, (text_a, a) in enumerate(boxes):
+            pairs += [(text_a, text_b) for text_b, b in boxes[i + 1:] if _overlap(a, b, pad_px)]
+    return pairs
+
+
+def fit_tick_labels(ax, width=10, rotation=40):
+    """Make the x tick labels of ax fit where they overlap as drawn: first each label
+    wrapped onto lines of at most `width` characters (at its spaces and underscores),
+    then, if they still overlap, turned by `rotation` degrees (anchored at their right
+    end, under their tick). The overlapping pairs left after that ([] once they fit)."""
+    import textwrap
+
+    if not overlapping_labels(ax):
+        return []
+    ticks, labels = ax.get_xticks(), [t.get_text() for t in ax.get_xticklabels()]
+    ax.set_xticks(ticks, ["\n".join(textwrap.wrap(t.replace("_", " "), width)) or t for t in labels])
+    if overlapping_labels(ax):
+        for label in ax.get_xticklabels():
+            label.set_rotation(rotation)
+            label.set_horizontalalignment("right")
+            label.set_rotation_mode("anchor")
+    return overlapping_labels(ax)
 
 
 # Other recorded devices: one grey, one line style and one marker per device, so

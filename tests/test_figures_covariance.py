@@ -69,3 +69,19 @@ def test_the_figures_draw():
     fig2 = cf.draw_register_tiles(cf.register_tile_owners(SHAPE, 64), SHAPE)
     assert len(fig2.axes) == 4
     plt.close("all")
+
+
+def test_the_step_bars_labels_do_not_overlap():
+    """6.1's bars with every step and baseline, beside two recorded devices: the labels
+    wrap rather than overlap (the fixture's check_legible fails on an overlap)."""
+    import gpubook.plot as gp
+
+    labels = ["naive", "symmetric", "local_tiles", "register_tiles", "NumPy (host)",
+              "cuBLAS SSYRK", "cuBLAS GEMM"]
+    rates = [1e3, 2.5e3, 6e3, 4.8e4, 1.1e3, 4.2e4, 2.6e4]
+    recorded = {"Intel Xeon Processor (PoCL, skylake-avx512)": dict(zip(labels[:5], [1.2, 2.2, 6, 16, 37])),
+                "NVIDIA H200": dict(zip(labels, rates))}
+    fig = cf.step_rates(labels, rates, recorded, 63_798.0, "Covariance of 131,072 x 4,096 float32, step by step",
+                        "NVIDIA H100 80GB HBM3")
+    assert gp.overlapping_labels(fig.axes[0]) == []
+    plt.close(fig)

@@ -15,7 +15,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.patches import Rectangle
 
 from ... import trace
-from ...plot import new_figure, new_plain_figure, on_white
+from ...plot import fit_tick_labels, new_figure, new_plain_figure, on_white
 
 LV = 4                      # floats per 16-byte vector: the register tiles' LV in float
 ITEM_COLOURS = ListedColormap(plt.get_cmap("tab20").colors)
@@ -296,3 +296,32 @@ def draw_register_tiles(own, shape, source="index arithmetic"):
     fig.suptitle(f"Step 4, register tiles {tm} x {tn}, {wm} x {wn} per work-item ({source})", fontsize=11)
     fig.tight_layout()
     return on_white(fig)
+
+
+def step_rates(labels, rates, recorded, limit, title, device_name):
+    """Chapter 6.1's bars: useful GFLOP/s of each step and baseline (`labels`) on this
+    device (`rates`), beside each other recorded device's ({device: {label: GFLOP/s}};
+    a label it lacks is left out), on a log axis under the FP32 `limit`. The labels
+    wrap (or turn) where they would overlap (gpubook.plot.fit_tick_labels)."""
+    fig, ax = new_figure(height=4)
+    width = 0.8 / (1 + len(recorded))
+    x = np.arange(len(labels))
+    _ = ax.bar(x, rates, width, label=device_name)
+    for k, (name, rec) in enumerate(recorded.items(), start=1):
+        _ = ax.bar(x + k * width, [rec.get(lb, np.nan) for lb in labels], width,
+                   label=f"{name} (recorded)", alpha=0.6)
+    ax.axhline(limit, color="black", linestyle=":", linewidth=1)
+    ax.annotate(f"chapter 0 FP32 limit, {limit:,.0f} GFLOP/s", xy=(0.01, limit),
+                xycoords=("axes fraction", "data"), xytext=(0, 3), textcoords="offset points", fontsize=8)
+    ax.set_yscale("log")
+    ax.set_xticks(x + width * len(recorded) / 2, labels)
+    ax.set_ylabel("useful GFLOP/s (m·n·(n+1) per covariance)")
+    ax.set_title(f"{title}\n{device_name}", fontsize=11)
+    fit_tick_labels(ax)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.05 * _lines(ax)), frameon=False)
+    return fig
+
+
+def _lines(ax):
+    """The extra lines of the tallest x tick label of ax (0 for one line)."""
+    return max((t.get_text().count("\n") for t in ax.get_xticklabels()), default=0)
