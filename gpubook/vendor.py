@@ -196,10 +196,11 @@ def _entry(figure, shape, t, error, label=None, what=None, **versions):
 
 
 def _measure_one(torch, figure, shape, dev, repeats):
-    run, check = torch_workload(torch, figure, shape, dev)
+    run, check, *untimed = torch_workload(torch, figure, shape, dev)  # untimed: more checks, after the timing
     t = cuda_timing(torch, run, repeats)
     torch.cuda.synchronize()
-    return _entry(figure, shape, t, check(), torch=torch.__version__, cuda=torch.version.cuda)
+    error, more = check(), (untimed[0]() if untimed else {})
+    return _entry(figure, shape, t, error, torch=torch.__version__, cuda=torch.version.cuda, **more)
 
 
 def _with_torch(device, figures, shapes, size):

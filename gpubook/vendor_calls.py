@@ -3,11 +3,13 @@ call to time and a check of its relative error against float64 (CuPy's also
 what to run before each timed call). PyTorch's in `torch_workload`, CuPy's
 (cuBLAS SSYRK, cuSOLVER, CUB's bindings) in `cupy_workload`; both are timed
 with CUDA events (`cuda_timing`, `cupy_timing`)."""
+from .orthogonality import gram_error, orthogonality
 from .timing import stats
 
 
 def torch_workload(torch, figure, shape, dev):
-    """(the call to time, a check returning its relative error against float64)."""
+    """(the call to time, a check returning its relative error against float64),
+    and for "qr" a third: what else to record, from untimed calls after the timing."""
     f32, f64 = torch.float32, torch.float64
     gen = torch.Generator(device=dev).manual_seed(8)
     if figure in ("sum", "cumsum"):
@@ -47,7 +49,7 @@ def torch_workload(torch, figure, shape, dev):
         def check():  # RᵀR = AᵀA, whatever the signs of R's rows
             gram = a.T @ a
             return float(torch.linalg.norm(out["r"].T @ out["r"] - gram) / torch.linalg.norm(gram))
-        return run, check
+        return run, check, lambda: qr_checks(torch, a, out["r"])
     if figure == "h2d":
         host = torch.rand(shape, dtype=f32, generator=torch.Generator().manual_seed(8)).pin_memory()
         dst = torch.empty(shape, device=dev, dtype=f32)
@@ -56,6 +58,18 @@ def torch_workload(torch, figure, shape, dev):
             return float(torch.max(torch.abs(dst.cpu() - host)))
         return (lambda: dst.copy_(host, non_blocking=True)), check
     raise ValueError(f"unknown vendor figure {figure!r}; gpubook.vendor.FIGURES lists them")
+
+
+QR_CHECKS = ("gram_error: max |RᵀR − AᵀA| / max |AᵀA| of the timed call's R; orthogonality: "
+             "||QᵀQ − I||_F of Q from a separate, untimed torch.linalg.qr(a, mode='reduced') on the same a, "
+             "in float64 on the GPU (gpubook.orthogonality)")
+
+
+def qr_checks(torch, a, r):
+    """cuSOLVER's QR against the book's two checks (gpubook.orthogonality), after the
+    timing: the timed call's R against AᵀA, and Q from a second call that forms it."""
+    q = torch.linalg.qr(a, mode="reduced").Q
+    return {"gram_error": gram_error(r, a), "orthogonality": orthogonality(q), "checks": QR_CHECKS}
 
 
 def cupy_workload(cupy, figure, shape):

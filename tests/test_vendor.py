@@ -404,3 +404,32 @@ def test_the_child_matches_the_gpu_by_the_bus_it_was_sent():
     assert vendor_apart.Named("NVIDIA H200", "NVIDIA Corporation", 0x41).pci_bus_id_nv == 0x41
     with pytest.raises(AttributeError):
         vendor_apart.Named("NVIDIA H200", "NVIDIA Corporation").pci_bus_id_nv
+
+
+def test_qr_records_both_checks_from_an_untimed_call_beside_its_time(monkeypatch, capsys, results):
+    """cuSOLVER's figure through the real workload (gpubook.vendor_calls), its PyTorch calls
+    computed by NumPy: the timed call stays mode='r'; the Gram error of its R and
+    ||QᵀQ − I||_F of Q from a separate mode='reduced' call go into the entry, after the timing."""
+    import numpy as np
+
+    modes = []
+
+    def qr(a, mode):
+        modes.append((mode, len(FakeEvent.times)))
+        q, r = np.linalg.qr(a)
+        return SimpleNamespace(Q=q if mode == "reduced" else None, R=r)
+
+    torch = fake_torch()
+    torch.float32, torch.float64 = np.float32, np.float64
+    torch.Generator = lambda device: SimpleNamespace(manual_seed=lambda s: np.random.default_rng(s))
+    torch.randn = lambda shape, device, dtype, generator: generator.standard_normal(shape)
+    torch.linalg = SimpleNamespace(qr=qr, norm=np.linalg.norm)
+    monkeypatch.setattr(vendor, "_import_torch", lambda: torch)
+    FakeEvent.times = [1.0] * vendor.FIGURES["qr"].repeats
+    entry = vendor.measure(H200, "qr", shapes={"qr": (200, 30)}, scale="small")["qr"]
+    assert entry["median_s"] == pytest.approx(1e-3) and entry["rel_error"] < 1e-14
+    assert entry["gram_error"] < 1e-14 and entry["orthogonality"] < 1e-13
+    assert "untimed" in entry["checks"] and entry["what"] == "torch.linalg.qr(a, mode='r') on float64"
+    assert [m for m, _ in modes].count("reduced") == 1 and modes[-1] == ("reduced", 0)  # after every timed call
+    assert {m for m, _ in modes[:-1]} == {"r"}
+    capsys.readouterr()

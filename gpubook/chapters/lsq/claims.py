@@ -153,3 +153,35 @@ def host_enqueue(set_s, bound_s, launches, idle_set_s, idle_bound_s):
                  "and {idle_bound_ms:.1f} ms when they were set once: here the host keeps ahead of the "
                  "device either way",
                  **values)
+
+
+def orthogonal_q(name, values, where, floor=1e-13):
+    """Part 8.3: every method's ||QᵀQ − I||_F (gpubook.orthogonality) at most `floor`
+    on the matrices `where` names ("the 25,000 × 5,001 matrix"); values {method:
+    value, None where it did not run}."""
+    ran = {k: v for k, v in values.items() if v is not None}
+    worst = max(ran, key=ran.get) if ran else None
+    return _said(name, "worst <= floor",
+                 "Every method here ({methods:.0f}) keeps ‖QᵀQ − I‖_F at or below {floor:.0e} on {where}; "
+                 "the worst, {worst_name}, at {worst:.1e}: each Q is orthonormal to rounding",
+                 "Not every method keeps ‖QᵀQ − I‖_F at or below {floor:.0e} on {where}: "
+                 "{worst_name} reaches {worst:.1e}",
+                 "No method's Q was measured here",
+                 worst=ran.get(worst), worst_name=worst, floor=floor, methods=len(ran), where=where)
+
+
+def second_pass(runs):
+    """Part 8.3: {κ: (method, ||Q1ᵀQ1 − I||_F, ||QᵀQ − I||_F)} for matrices U diag Vᵀ of
+    condition number κ (measure.conditioned): where the step kept CholeskyQR2, did the
+    first pass lose orthogonality, and did the second bring Q back to rounding?"""
+    kept = {cond: (q1, q) for cond, (method, q1, q) in runs.items() if method == "CholeskyQR2"}
+    return _said("lsq_second_pass", "q <= 1e-13 and q1 > 100 * q",
+                 "Up to κ(A) = {top:.0e}, the largest the step kept for CholeskyQR2, the first pass left "
+                 "‖Q₁ᵀQ₁ − I‖_F at up to {q1:.1e} and the second brought Q to {q:.1e} or less: the second "
+                 "pass repairs what the first lost",
+                 "Up to κ(A) = {top:.0e}, the largest the step kept for CholeskyQR2, the first pass left "
+                 "‖Q₁ᵀQ₁ − I‖_F at up to {q1:.1e} and the second left Q at up to {q:.1e}: either the second "
+                 "pass did not bring Q to rounding, or the first lost little for it to repair",
+                 "The step kept CholeskyQR2 for none of these matrices",
+                 top=max(kept, default=None), q1=max((v for v, _ in kept.values()), default=None),
+                 q=max((v for _, v in kept.values()), default=None))

@@ -5,7 +5,11 @@ built with tiles that fit the device, timed, and checked against the data.
 or with smaller tiles where the device allows fewer work-items per
 work-group. `time_factor` and `time_tsqr` time the step and the candidate
 that lost; `fit_check` checks R of [X y] against the data as step 5's
-check does (`gram_error`: tsqr.gram_error, with A'A given where known).
+check does (`gram_error`: gpubook.orthogonality.gram_error, with A'A given
+where known). `orthogonality` (||QᵀQ − I||_F, gpubook.orthogonality) is the
+other check, the one a bad Q cannot pass: `cholqr2_orthogonality` reads
+CholeskyQR2's Q1 from the device, `householder_r` gives step 5's R for
+`orthogonality_from_r`.
 `phases` groups a trace's launches into the algorithm's stages; `figures`
 draws them.
 """
@@ -15,9 +19,10 @@ import numpy as np
 import pyopencl as cl
 
 from ... import tiles
+from ...orthogonality import gram_error, orthogonality, orthogonality_from_r  # noqa: F401 - one definition each
+from ...show import markdown_table
 from ...timing import event_seconds, seconds_by_kernel, stats, time_events
 from . import cholqr, rows as lsq, tsqr
-from .tsqr import gram_error
 
 # Smaller register tiles, tried in order where the default shapes need more
 # work-items per work-group than the device allows (square: the Gram products
@@ -153,6 +158,54 @@ def fit_check(r, x, y, gram=None, ks=(1, 6, 40)):
     return error, factor, float(gap)
 
 
+def cholqr2_orthogonality(cq, a):
+    """After `cq` factored the m rows of a and settled (`r_factor`, `time_factor`):
+    {"q1": ||Q1ᵀQ1 − I||_F of the first pass's Q1 = A R1^-1 as the device formed
+    it, "q": ||QᵀQ − I||_F of CholeskyQR2's Q = Q1 R2^-1, "how": how Q was formed}.
+    The step forms R only: Q comes from the device's Q1 and R2, on the host in
+    float64. Where the step fell back to TSQR, Q = A R^-1 on the host from its
+    R (orthogonality_from_r) and "q1" is None."""
+    a = tsqr.checked(a, cq.C)
+    m = len(a)
+    if cq.method is None:
+        raise RuntimeError("nothing settled yet: factor a first (r_factor, or enqueue and settle)")
+    if cq.method == "TSQR":
+        return {"q1": None, "q": orthogonality_from_r(a, cq.r()),
+                "how": "A R⁻¹ on the host from TSQR's R, float64 (the step fell back)"}
+    if cq._m != m:
+        raise ValueError(f"the last factorisation had {cq._m} rows, a has {m}")
+    q1, g2 = np.empty((m, cq.C)), np.empty((cq.C, cq.C))
+    cl.enqueue_copy(cq.queue, q1, cq.Q)
+    cl.enqueue_copy(cq.queue, g2, cq.G2)                         # R2 in its upper triangle
+    out = {"q1": orthogonality(q1), "how": "Q₁ from the device, Q = Q₁ R₂⁻¹ on the host, float64"}
+    out["q"] = orthogonality_from_r(q1, g2)
+    return out
+
+
+CHECKS_HEADER = ["method", "matrix", "R'R against A'A (Gram error)", "‖Q₁ᵀQ₁ − I‖_F, first pass",
+                 "‖QᵀQ − I‖_F", "how Q was formed"]
+
+
+def checks_table(rows):
+    """The page's table of both checks, one row per method and matrix: rows of
+    {"method", "matrix", "gram", "q1" (CholeskyQR2's first pass only), "q", "how"};
+    a check that did not run shows a dash."""
+    def number(v):
+        return "—" if v is None else f"{v:.1e}"
+    return markdown_table([CHECKS_HEADER] + [[r["method"], r["matrix"], number(r.get("gram")), number(r.get("q1")),
+                                              number(r.get("q")), r["how"]] for r in rows])
+
+
+def householder_r(qr):
+    """R of [X y] from step 3's or step 5's factor: X's triangle, z = Q'y beside
+    it, and the residual's square root in the corner (signs as they come)."""
+    rt, z = qr.triangular()
+    w = len(z)
+    r = np.zeros((w + 1, w + 1))
+    r[:w, :w], r[:w, w], r[w, w] = rt, z, np.sqrt(max(qr.sserr, 0.0))
+    return r
+
+
 def ill_conditioned(m, n, top=1e9, seed=5):
     """An m x n matrix whose columns are scaled from 1 to `top`: its condition
     number is about `top`, beyond what CholeskyQR2 takes."""
@@ -160,6 +213,20 @@ def ill_conditioned(m, n, top=1e9, seed=5):
         raise ValueError("expected m >= n >= 2")
     rng = np.random.default_rng(seed)
     return rng.standard_normal((m, n)) * np.logspace(0, np.log10(top), n)
+
+
+def conditioned(m, n, cond, seed=7):
+    """U diag(1 .. cond) Vᵀ, m x n: U and V random with orthonormal columns (NumPy's QR
+    of Gaussian matrices), the singular values spaced evenly in log from 1 to `cond`,
+    so κ(A) = cond. Unlike `ill_conditioned`'s scaled columns, which the first Cholesky
+    factor absorbs (its Q1 comes out orthonormal to rounding), the rotation V mixes the
+    columns: CholeskyQR's weakness."""
+    if m < n or n < 2:
+        raise ValueError("expected m >= n >= 2")
+    rng = np.random.default_rng(seed)
+    u, _ = np.linalg.qr(rng.standard_normal((m, n)))
+    v, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    return (u * np.logspace(0, np.log10(cond), n)) @ v.T
 
 
 def product_flops(m, cols):
