@@ -105,3 +105,37 @@ def gradient_reading(groups_share, blocks_share, cols_share):
                  "per feature's {groups_share:.0%} and the scores kernel's {cols_share:.0%}: more "
                  "work-groups did not make the gradient a stream like the scores",
                  groups_share=groups_share, blocks_share=blocks_share, cols_share=cols_share)
+
+
+def sectors_cause(rows, cols, waste_rows):
+    """Step 1's cause, tested: the scalar row walk is slow because its warps move
+    whole 32-byte sectors they barely use. If that is the cause, its rate counted
+    in the bytes it *moves* (its rate on the bytes it uses, `rows["rate"]`, times
+    `waste_rows`, the bytes moved per byte used that the trace counts) is the rate
+    at which this device reads memory, the transposed kernel's (`cols["rate"]`):
+    within 0.5x-2x. Well below it, something else holds the row walk back (latency,
+    too few loads in flight); well above it, the cache serves most of the wasted
+    sectors, which then never cross the memory bus. `rows` and `cols` are the scores
+    records at the largest size (rate in GB/s, median_s)."""
+    have = None not in (rows, cols, waste_rows)
+    rows_gbs, cols_gbs = (rows["rate"], cols["rate"]) if have else (None, None)
+    moved_gbs = rows_gbs * waste_rows if have else None
+    ratio = moved_gbs / cols_gbs if have else None
+    slowdown = rows["median_s"] / cols["median_s"] if have else None
+    counted = ("Counted in the sectors it moves ({waste_rows:.0f} bytes per byte used), the scalar row walk "
+               "ran at {moved_gbs:,.0f} GB/s, {moved_over_read:.2f}× the {cols_gbs:,.0f} GB/s at which the "
+               "transposed kernel reads memory")
+    if ratio is not None and ratio < 0.5:
+        failed = (counted + ": less than half, so memory moving wasted sectors is not what holds it back; "
+                  "something else does, such as latency with too few loads in flight")
+    else:
+        failed = (counted + ": more than twice, which memory cannot deliver, so the cache serves most of "
+                  "the wasted sectors and they never reach memory. The wasted sectors alone do not set its "
+                  "time: it took {slowdown:.1f}× as long as the transposed kernel, not {waste_rows:.0f}×")
+    return claim("tr_rows_sectors_cause", "0.5 < moved_over_read < 2",
+                 counted + ", within 0.5–2×: moving {waste_rows:.0f} bytes per byte used at the rate memory "
+                 "reads accounts for its {slowdown:.1f}× longer time",
+                 failed,
+                 "The scalar row walk's rate on the sectors it moves is not known here ({names} missing)",
+                 kind="cause", rows_gbs=rows_gbs, cols_gbs=cols_gbs, waste_rows=waste_rows,
+                 moved_gbs=moved_gbs, moved_over_read=ratio, slowdown=slowdown)
