@@ -71,8 +71,9 @@ def local_tiles_kernel(ctx, device, sides=(LOCAL_T, 8, 4)):
 
 
 def local_bound_gflops(local_gbs):
-    """Step 3's ceiling in GFLOP/s: each multiply-add (2 flops) reads two floats
-    (8 bytes) from local memory, so at most local_gbs / 8 multiply-adds per ns."""
+    """The GFLOP/s at which step 3 would move local_gbs of local loads: each multiply-add
+    (2 flops) reads two floats (8 bytes). A rate, not a ceiling: where local_gbs is a read
+    kernel's measured rate, step 3 may beat it (claims.step3_local_rate)."""
     return 2 * local_gbs / 8
 
 
