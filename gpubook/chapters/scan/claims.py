@@ -105,3 +105,32 @@ def population_lead(pop_records, host="NumPy on the host"):
                  "at $n$ = {n_low:,.0f}",
                  lowest=leads[low] if leads else None, n_low=low,
                  n0=min(leads) if leads else None, n1=max(leads) if leads else None)
+
+
+def bytes_set_pace(sp_s, rts_s, floats, copy_gbs):
+    """Why the single pass is fastest (a cause): each device-wide scan's time follows the
+    bytes it moves, 8 per float for the single pass (one read, one write) and 12 for
+    reduce-then-scan (two reads, one write), near chapter 0's copy rate (`copy_gbs`,
+    read + write). It fails if either kernel falls well short of the copy rate by its own
+    bytes (arithmetic or the wait between work-groups would set its pace), or if the
+    ratio of their times strays from the ratio of their bytes, 12 / 8."""
+    sp_copy_s = 8 * floats / (copy_gbs * 1e9) if floats and copy_gbs else None
+    rts_copy_s = 12 * floats / (copy_gbs * 1e9) if floats and copy_gbs else None
+    return claim("scan_bytes_set_pace",
+                 "sp_frac >= 0.75 and rts_frac >= 0.75 and abs(ratio / traffic - 1) < 0.1",
+                 "By the bytes each one moves, the single pass runs at {sp_frac:.0%} of the copy "
+                 "rate (8 bytes per float) and reduce-then-scan at {rts_frac:.0%} (12 bytes: it "
+                 "reads the data twice), and reduce-then-scan takes {ratio:.2f}× the single pass's "
+                 "time for {traffic:.1f}× its bytes: both go at the pace of their memory traffic, "
+                 "so the second read, not arithmetic or synchronisation, is what it costs",
+                 "By the bytes each one moves, the single pass runs at {sp_frac:.0%} of the copy "
+                 "rate (8 bytes per float) and reduce-then-scan at {rts_frac:.0%} (12 bytes), and "
+                 "reduce-then-scan takes {ratio:.2f}× the single pass's time for {traffic:.1f}× its "
+                 "bytes: the times do not both follow the bytes near the copy rate here, so "
+                 "something besides the traffic (arithmetic, or the wait between work-groups) "
+                 "sets the pace",
+                 kind="cause", sp_s=sp_s, rts_s=rts_s, floats=floats, copy_gbs=copy_gbs,
+                 sp_copy_s=sp_copy_s, rts_copy_s=rts_copy_s, traffic=12 / 8,
+                 sp_frac=sp_copy_s / sp_s if sp_copy_s and sp_s else None,
+                 rts_frac=rts_copy_s / rts_s if rts_copy_s and rts_s else None,
+                 ratio=rts_s / sp_s if sp_s and rts_s else None)
