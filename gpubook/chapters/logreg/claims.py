@@ -159,3 +159,37 @@ def warp_rows(ex_1_ns, ex_warp_ns, warp_n):
                  "between one cache line's cost and {warp_n:.0f} lines served one after another",
                  ex_1_ns=ex_1_ns, ex_warp_ns=ex_warp_ns, warp_n=warp_n,
                  ratio=ex_warp_ns / ex_1_ns if ex_1_ns else None)
+
+
+def sharing_cause(sweep, iterations, J, launch_us):
+    """Chapter 2, kind "cause": more work-items train faster because they share the
+    examples, not because a fixed launch cost is spread over more work. Every point of
+    the sweep (`sweep`, the chapter's records) is one launch of the same work, J
+    examples for `iterations` iterations, so a launch cost cannot be amortised over
+    more work as N grows; the fastest launch is set against chapter 0's back-to-back
+    empty-kernel launch (`launch_us`, None where chapter 0 is not recorded). Sharing
+    predicts that the first doubling, one work-item to two, halves the time: each
+    work-item then has half the examples, and the serial sum of 2·K numbers is small."""
+    t = {r["work_items"]: r["median_s"] for r in sweep}
+    t_best = min(t.values())
+    doubling = t[1] / t[2] if 1 in t and 2 in t else None
+    return claim("gain_from_sharing", "launch_share < 0.01 and 1.8 < first_doubling < 2.2",
+                 "The gain comes from sharing the examples, not from a launch cost spread "
+                 "thin: every point is one launch of the same work ({iterations:,.0f} "
+                 "iterations over {J:.0f} examples), and even the fastest took "
+                 "{t_best:.2f} s, so chapter 0's {launch_us:.1f} µs launch is "
+                 "{launch_share:.1e} of it; from one work-item to two the time fell "
+                 "{first_doubling:.2f} times, as halving each work-item's examples predicts",
+                 "The sweep does not show that the gain comes from sharing the examples: "
+                 "chapter 0's {launch_us:.1f} µs launch is {launch_share:.1e} of the fastest "
+                 "launch ({t_best:.2f} s for {iterations:,.0f} iterations over {J:.0f} "
+                 "examples), and from one work-item to two the time fell "
+                 "{first_doubling:.2f} times, where halving each work-item's examples "
+                 "predicts about 2",
+                 missing="Whether the gain comes from sharing the examples or from a launch "
+                         "cost is not settled here ({names} missing: chapter 0's launch time "
+                         "or the sweep's first two points)",
+                 glue=False, kind="cause",
+                 iterations=iterations, J=J, t_best=t_best, launch_us=launch_us,
+                 launch_share=launch_us * 1e-6 / t_best if launch_us is not None else None,
+                 first_doubling=doubling)
