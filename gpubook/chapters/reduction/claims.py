@@ -209,3 +209,36 @@ def groups_short(gbs_big, nbytes, launch_us):
                  missing="Chapter 0 recorded no launch cost for this device, so the sums' times are not "
                          "set against it",
                  t_us=t_us, launch_us=launch_us, x=t_us / launch_us if launch_us else None)
+
+
+def bandwidth_cause(gbs4, gbs5, read_gbs, unroll_s):
+    """Why step 5 is as fast as it is (kind "cause"): memory bandwidth. Step 5's read rate
+    `gbs5` against the machine chapter's read rate `read_gbs` (the bytes read only, the
+    rate Little's law uses); `unroll_s`, step 5's times built with UNROLL = 1, 2, 4 and 8:
+    more independent loads in flight and fewer loop instructions per byte, the same bytes.
+    If bandwidth sets the time, step 5 sits at the read rate and unrolling leaves its time
+    where it is; if issue or latency did, unrolling would move it. Step 4 (`gbs4`), with the
+    same grid and loop but one `float` per load, is the control: it must stay below the
+    read rate, or the `float4` loads are not what brought step 5 there. (Step 5's time over
+    step 4's is not within 10% of 1 on the reference records: step 4 is not bandwidth-bound.)"""
+    spread = max(unroll_s) / min(unroll_s) if unroll_s and min(unroll_s) > 0 else None
+    share = {k: None if g is None or not read_gbs else g / read_gbs for k, g in (("4", gbs4), ("5", gbs5))}
+    return claim("red_step5_bandwidth_bound",
+                 "gbs5 >= 0.85 * read_gbs and unroll_spread < 1.1 and gbs4 < 0.85 * read_gbs",
+                 "Memory bandwidth, not instructions, is what holds step 5: it read {share5:.0%} of "
+                 "the machine chapter's read rate ({read_gbs:,.0f} GB/s), and building it with 1 to 8 "
+                 "loads per loop iteration moved its time by at most {spread_pct:.1%}, so neither more "
+                 "loads in flight nor fewer instructions per byte buy anything once memory streams at "
+                 "its rate. Step 4 is not held there: with one `float` per load it read {share4:.0%} "
+                 "of the read rate",
+                 "This run does not show bandwidth as what holds step 5 alone: step 5 read "
+                 "{share5:.0%} of the machine chapter's read rate ({read_gbs:,.0f} GB/s), building it "
+                 "with 1 to 8 loads per loop iteration moved its time by up to {spread_pct:.1%}, and "
+                 "step 4 read {share4:.0%} of it (the test: step 5 at 85% or more, unrolling within "
+                 "10%, step 4 below 85%)",
+                 missing="The machine chapter recorded no read rate for this device, so steps 4 and 5 "
+                         "are not set against it",
+                 glue=False, kind="cause",
+                 gbs4=gbs4, gbs5=gbs5, read_gbs=read_gbs, unroll_spread=spread,
+                 share4=share["4"], share5=share["5"],
+                 spread_pct=None if spread is None else spread - 1)
