@@ -5,7 +5,16 @@ entry point's inputs/those compared with NumPy). The
 repository's conftest.py (one folder up) still applies to every test."""
 import os
 
+import pytest
+
 import property_inputs
+from gpubook import show
+
+
+@pytest.fixture
+def no_glue(monkeypatch):
+    """Claims evaluated on stored records, outside a notebook, glue nothing."""
+    monkeypatch.setattr(show, "glue", lambda **values: None)
 
 
 def pytest_sessionfinish(session):

@@ -6,7 +6,6 @@ import re
 
 import pytest
 
-from gpubook import show
 from gpubook.chapters.covariance import claims as cov
 from gpubook.chapters.logreg import vectors as vt
 from gpubook.chapters.lsq import claims as lsq
@@ -17,9 +16,7 @@ from stored_outputs import all_held as all_hold, printed, record as data
 DEVICES = ("nvidia-h200", "nvidia-h100-80gb-hbm3")
 
 
-@pytest.fixture(autouse=True)
-def no_glue(monkeypatch):
-    monkeypatch.setattr(show, "glue", lambda **values: None)
+pytestmark = pytest.mark.usefixtures("no_glue")   # tests/conftest.py
 
 
 def number(text):

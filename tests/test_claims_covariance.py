@@ -4,7 +4,6 @@ memory's read rate from chapter 0's machine record (where the page reads it). It
 replaces a "local-memory bound" that step 3 beat (116% of it on the H100)."""
 import pytest
 
-from gpubook import show
 from gpubook.chapters.covariance import claims as cov
 from gpubook.xtx import COL_PAD, ROW_PAD, round_up
 from stored_outputs import all_held, record as data
@@ -13,9 +12,7 @@ DEVICES = ("nvidia-h200", "nvidia-h100-80gb-hbm3")
 SOURCE = "the machine chapter's record"
 
 
-@pytest.fixture(autouse=True)
-def no_glue(monkeypatch):
-    monkeypatch.setattr(show, "glue", lambda **values: None)
+pytestmark = pytest.mark.usefixtures("no_glue")   # tests/conftest.py
 
 
 def made(slug):

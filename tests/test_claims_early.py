@@ -7,7 +7,6 @@ import re
 
 import pytest
 
-from gpubook import show
 from gpubook.chapters.logreg import claims as lc
 from gpubook.chapters.machine import claims as mc
 from gpubook.chapters.reduction import claims as rc
@@ -21,9 +20,7 @@ DEVICES = {"nvidia-h200": "NVIDIA H200", "nvidia-h100-80gb-hbm3": "NVIDIA H100 8
 RESIDENT = 2048  # sm_90: 64 warps of 32 per compute unit
 
 
-@pytest.fixture(autouse=True)
-def no_glue(monkeypatch):
-    monkeypatch.setattr(show, "glue", lambda **values: None)
+pytestmark = pytest.mark.usefixtures("no_glue")   # tests/conftest.py
 
 
 def little(slug):

@@ -4,16 +4,13 @@ and the H200's step times, with the page's counts of accesses and lines of X per
 iteration, against chapter 0's recorded launch time on the same device."""
 import pytest
 
-from gpubook import show
 from gpubook.chapters.logreg import claims as lc
 from stored_outputs import all_held as held, record as rec
 
 DEVICES = ("nvidia-h200", "nvidia-h100-80gb-hbm3")
 
 
-@pytest.fixture(autouse=True)
-def no_glue(monkeypatch):
-    monkeypatch.setattr(show, "glue", lambda **values: None)
+pytestmark = pytest.mark.usefixtures("no_glue")   # tests/conftest.py
 
 
 def counts(J, K, line=64):

@@ -4,16 +4,13 @@ memory bandwidth (at the machine chapter's read rate, unrolling changes nothing)
 step 4, with one float per load, is not."""
 import pytest
 
-from gpubook import show
 from gpubook.chapters.reduction import claims as rc
 from stored_outputs import all_held as held, record as rec
 
 DEVICES = ("nvidia-h200", "nvidia-h100-80gb-hbm3")
 
 
-@pytest.fixture(autouse=True)
-def no_glue(monkeypatch):
-    monkeypatch.setattr(show, "glue", lambda **values: None)
+pytestmark = pytest.mark.usefixtures("no_glue")   # tests/conftest.py
 
 
 def inputs(slug):

@@ -4,16 +4,13 @@ evaluated on the reference records as tests/test_claims_ch4_8.py evaluates the
 chapter's other claims."""
 import pytest
 
-from gpubook import show
 from gpubook.chapters.scan import claims as scan
 from stored_outputs import all_held as all_hold, record as data
 
 DEVICES = ("nvidia-h200", "nvidia-h100-80gb-hbm3")
 
 
-@pytest.fixture(autouse=True)
-def no_glue(monkeypatch):
-    monkeypatch.setattr(show, "glue", lambda **values: None)
+pytestmark = pytest.mark.usefixtures("no_glue")   # tests/conftest.py
 
 
 def measured(slug):

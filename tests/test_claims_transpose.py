@@ -14,7 +14,6 @@ pins that finding, so a record where the wasted sectors do explain the time fail
 here and must be read."""
 import pytest
 
-from gpubook import show
 from gpubook.chapters.transpose import claims as tr
 from gpubook.chapters.transpose import figures as tf
 from stored_outputs import record as data
@@ -22,9 +21,7 @@ from stored_outputs import record as data
 DEVICES = ("nvidia-h200", "nvidia-h100-80gb-hbm3")
 
 
-@pytest.fixture(autouse=True)
-def no_glue(monkeypatch):
-    monkeypatch.setattr(show, "glue", lambda **values: None)
+pytestmark = pytest.mark.usefixtures("no_glue")   # tests/conftest.py
 
 
 def waste(variant, kp):

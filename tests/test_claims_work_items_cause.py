@@ -3,16 +3,13 @@ tests/test_claims_early.py evaluates the chapter's other claims: the H100's and 
 H200's sweep, against chapter 0's recorded launch time on the same device."""
 import pytest
 
-from gpubook import show
 from gpubook.chapters.logreg import claims as lc
 from stored_outputs import all_held as held, record as rec
 
 DEVICES = ("nvidia-h200", "nvidia-h100-80gb-hbm3")
 
 
-@pytest.fixture(autouse=True)
-def no_glue(monkeypatch):
-    monkeypatch.setattr(show, "glue", lambda **values: None)
+pytestmark = pytest.mark.usefixtures("no_glue")   # tests/conftest.py
 
 
 @pytest.mark.parametrize("slug", DEVICES)

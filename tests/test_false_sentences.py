@@ -10,7 +10,6 @@ import re
 import nbformat
 import pytest
 
-from gpubook import show
 from gpubook.paths import RESULTS, ROOT
 
 # (what the page said, why it was false)
@@ -67,9 +66,6 @@ def test_the_scan_sees_sentences_split_over_lines_and_literals():
     assert "take at least 512 cycles" in _flat('"... take at least "\n    "512 cycles"', python=True)
 
 
-@pytest.fixture
-def no_glue(monkeypatch):
-    monkeypatch.setattr(show, "glue", lambda **values: None)
 
 
 def _record(slug, chapter):
