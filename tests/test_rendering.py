@@ -15,15 +15,12 @@ script opens every fold and waits for MathJax before it reads the text. The figu
 tick labels are checked where they are drawn (gpubook/plot.py: `overlapping_labels`,
 which `check_legible` applies to every figure the figure tests draw).
 """
-import html as html_lib
 import json
 import os
-import re
-import subprocess
 
 import pytest
 
-from test_site import CHROMIUM_FLAGS, HTML, find_chromium, toc_files
+from test_site import HTML, chromium_json, find_chromium, toc_files
 
 PHONE_PX = 390
 PAGES = toc_files()
@@ -134,16 +131,9 @@ def rendered(tmp_path_factory):
     script = PROBE.replace("PAGES", json.dumps(PAGES))
     probe.write_text(f'<html><body><iframe id="frame" style="width:{PHONE_PX}px;height:800px;border:0">'
                      f"</iframe><script>{script}</script></body></html>")
-    profile = tmp_path_factory.mktemp("chromium")
-    try:
-        dom = subprocess.run([find_chromium(), *CHROMIUM_FLAGS, "--virtual-time-budget=120000",
-                              "--allow-file-access-from-files", f"--user-data-dir={profile}",
-                              "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=180).stdout
-    finally:
-        probe.unlink()
-    found = re.search(r'data-rendering="([^"]+)"', dom)
-    assert found, "the probe page's script did not finish (Chromium's output has no result)"
-    return json.loads(html_lib.unescape(found.group(1)))
+    return chromium_json(probe, "data-rendering", tmp_path_factory.mktemp("chromium"),
+                         "--virtual-time-budget=120000", "--allow-file-access-from-files",
+                         timeout=180)
 
 
 def pages(kind):

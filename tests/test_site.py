@@ -153,13 +153,20 @@ def probe_page(page, script, attribute, tmp_path):
     wrote into the body's `attribute`, or a failed test when it wrote nothing."""
     probe = page.with_name(f"_{attribute}_probe.html")
     probe.write_text(page.read_text().replace("</body>", f"<script>{script}</script></body>", 1))
+    return chromium_json(probe, attribute, tmp_path / "profile")
+
+
+def chromium_json(probe, attribute, profile, *flags, timeout=120):
+    """Load the file `probe` in headless Chromium (then delete it); the JSON that its
+    script wrote into the body's `attribute`, or a failed test when it wrote nothing."""
     try:
-        dom = subprocess.run([find_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
-                              "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120).stdout
+        dom = subprocess.run([find_chromium(), *CHROMIUM_FLAGS, *flags, f"--user-data-dir={profile}",
+                              "--dump-dom", probe.as_uri()], capture_output=True, text=True,
+                             timeout=timeout).stdout
     finally:
         probe.unlink()
     found = re.search(rf'{attribute}="([^"]+)"', dom)
-    assert found, "the page's load handler did not run"
+    assert found, f"the probe page's script wrote no {attribute} (Chromium's output has none)"
     return json.loads(html_lib.unescape(found.group(1)))
 
 
