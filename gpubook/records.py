@@ -66,8 +66,10 @@ def record(chapter, device, scale, data, root=None, force=False, claims=True, pa
     used = recorded_resources(device)  # what each kernel built on this device uses, where it says
     if used:
         entry["resources"] = _jsonable(used)
+    old = json.loads(path.read_text()) if path.exists() else {}
+    if "counters" in old:  # a profiling run's rows (tools/counters.py), dated each: kept
+        entry["counters"] = old["counters"]
     if part is not None:
-        old = json.loads(path.read_text()) if path.exists() else {}
         if old.get("scale") == scale:  # another scale's parts are not this run's
             kept = dict(old.get("data", {}))
             if "claims" in kept:          # this part's earlier claims go: the code may no longer make them

@@ -65,3 +65,18 @@ def test_a_part_run_again_replaces_all_of_its_claims(tmp_path, monkeypatch):
     made = json.loads((tmp_path / "test-gpu" / "08_lsq.json").read_text())["data"]["claims"]
     assert set(made) == {"from_8_1", "kept"} and made["kept"]["values"]["a"] == 3
     assert made["kept"]["part"] == "8.3" and made["from_8_1"]["part"] == "8.1"
+
+
+def test_a_new_run_keeps_the_counters_a_profiling_run_wrote(tmp_path, monkeypatch):
+    """tools/counters.py writes a top-level `counters` section; the chapter's next
+    reference run rewrites the record and must not drop it."""
+    monkeypatch.setattr(records, "recorded_resources", lambda device: {})
+    claims.forget()
+    records.record("06_covariance", DEVICE, "full", {"m": 1}, root=tmp_path, force=True)
+    path = tmp_path / "test-gpu" / "06_covariance.json"
+    entry = json.loads(path.read_text())
+    entry["counters"] = {"k.cl:k": {"opencl_s": 1.0, "date": "2026-11-27"}}
+    path.write_text(json.dumps(entry))
+    records.record("06_covariance", DEVICE, "full", {"n": 2}, root=tmp_path, force=True)
+    assert read(tmp_path)["data"] == {"n": 2}
+    assert read(tmp_path)["counters"] == entry["counters"]
