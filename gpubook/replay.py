@@ -21,11 +21,25 @@ import numpy as np
 from . import counters
 
 REPEATS = 10
+# Each side runs about TIME_BUDGET_S of timed launches per kernel (at least
+# MIN_REPEATS timings): a chapter's long kernels (0.1-1 s) would otherwise take
+# minutes each to replay.
+TIME_BUDGET_S = 0.2
+MIN_REPEATS = 3
 # Launches timed together: one launch between two CUDA events also times the gap
 # before it (a few us), which an OpenCL event's start and end do not; on an H200
 # (2026-11-27) that made 10-50 us kernels of chapter 5 replay at 1.1-2.4x their
 # OpenCL time. Timed the same way on both sides, the gaps are shared alike.
 BATCH = 20
+BATCH_UNDER_S = 2e-3    # only launches shorter than this are batched
+
+
+def plan(seconds):
+    """(launches timed together, timings) for a kernel whose one launch took `seconds`:
+    short kernels BATCH at a time, long ones one at a time, about TIME_BUDGET_S in all."""
+    batch = BATCH if seconds < BATCH_UNDER_S else 1
+    repeats = int(TIME_BUDGET_S / max(seconds * batch, 1e-9))
+    return batch, max(MIN_REPEATS, min(REPEATS, repeats))
 
 
 def _slots(folder):
@@ -58,17 +72,19 @@ def _opencl(slot, spec, ctx, queue):
     def launch():
         return cl.enqueue_nd_range_kernel(queue, kern, spec["global"], spec["local"])
 
-    launch().wait()
+    first = launch()
+    first.wait()
+    batch, repeats = plan((first.profile.end - first.profile.start) * 1e-9)
     outputs = {}
     for i, b in bufs.items():
         outputs[i] = np.empty(b.size, np.uint8)
         cl.enqueue_copy(queue, outputs[i], b)
     seconds = []
-    for _ in range(REPEATS):      # BATCH launches back to back, as on the CUDA side
-        events = [launch() for _ in range(BATCH)]
+    for _ in range(repeats):      # `batch` launches back to back, as on the CUDA side
+        events = [launch() for _ in range(batch)]
         events[-1].wait()
-        seconds.append((events[-1].profile.end - events[0].profile.start) * 1e-9 / BATCH)
-    return prg.binaries[0], outputs, float(np.median(seconds))
+        seconds.append((events[-1].profile.end - events[0].profile.start) * 1e-9 / batch)
+    return prg.binaries[0], outputs, float(np.median(seconds)), (batch, repeats)
 
 
 def _cuda_function(ptx, name, shared):
@@ -102,7 +118,7 @@ def _grid(spec):
     return tuple(groups + pad), tuple(list(spec["local"]) + pad), groups
 
 
-def _cuda(slot, spec, ptx_text, shared):
+def _cuda(slot, spec, ptx_text, shared, batch=BATCH, repeats=REPEATS):
     import cupy
 
     grid, block, _ = _grid(spec)
@@ -113,13 +129,13 @@ def _cuda(slot, spec, ptx_text, shared):
     cupy.cuda.Device().synchronize()
     outputs = {i: cupy.asnumpy(v) for i, v in args.items() if isinstance(v, cupy.ndarray)}
     start, end, seconds = cupy.cuda.Event(), cupy.cuda.Event(), []
-    for _ in range(REPEATS):
+    for _ in range(repeats):
         start.record()
-        for _ in range(BATCH):
+        for _ in range(batch):
             fn(grid, block, ordered, shared_mem=shared)
         end.record()
         end.synchronize()
-        seconds.append(cupy.cuda.get_elapsed_time(start, end) * 1e-3 / BATCH)
+        seconds.append(cupy.cuda.get_elapsed_time(start, end) * 1e-3 / batch)
     return outputs, float(np.median(seconds))
 
 
@@ -136,13 +152,14 @@ def time_all(folder):
         entry = {"label": spec["label"], "notebook": spec.get("notebook", "")}
         try:
             _, _, groups = _grid(spec)
-            ptx, cl_out, entry["opencl_s"] = _opencl(slot, spec, ctx, queue)
+            ptx, cl_out, entry["opencl_s"], timed = _opencl(slot, spec, ctx, queue)
+            entry["batch"], entry["repeats"] = timed
             local = [a["nbytes"] for a in spec["args"] if a["kind"] == "local"]
             text, shared = counters.loadable_ptx(ptx, spec["kernel"], groups,
                                                  len(spec["global"]), local)
             (slot / "replay.ptx").write_text(text)
             entry["shared_bytes"] = shared
-            cu_out, entry["cuda_s"] = _cuda(slot, spec, text, shared)
+            cu_out, entry["cuda_s"] = _cuda(slot, spec, text, shared, *timed)
             entry["same_output"] = all(np.array_equal(cl_out[i], cu_out[i]) for i in cl_out)
         except Exception as err:  # noqa: BLE001 - every failure is listed with its reason
             entry["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"

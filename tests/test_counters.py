@@ -223,3 +223,13 @@ def test_the_page_shows_stored_counters_with_whose_and_why_none_here(tmp_path):
     assert "2.1%" in table[1] and "long scoreboard 62%" in table[1]
     assert all(len(r) == len(table[0]) for r in table)
     assert counters.stored("07_scan", Device(), tmp_path)[:2] == (None, {})
+
+
+def test_replays_batch_short_kernels_and_time_long_ones_a_few_times():
+    from gpubook import replay
+    assert replay.plan(10e-6) == (replay.BATCH, replay.REPEATS)
+    batch, repeats = replay.plan(0.5)
+    assert batch == 1 and repeats == replay.MIN_REPEATS
+    batch, repeats = replay.plan(0.02)
+    assert batch == 1 and replay.MIN_REPEATS <= repeats <= replay.REPEATS
+    assert batch * repeats * 0.02 <= replay.TIME_BUDGET_S

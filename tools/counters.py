@@ -20,6 +20,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -52,9 +53,13 @@ def profile(folder):
 
 
 def rows_of(folder):
+    started = time.monotonic()
     subprocess.run([sys.executable, "-m", "gpubook.replay", "time", str(folder)], check=True,
                    env=_env(), cwd=ROOT)
+    timed = time.monotonic()
     profiled = profile(folder)
+    print(f"{folder.name}: replays timed in {timed - started:.0f} s, "
+          f"profiled in {time.monotonic() - timed:.0f} s", flush=True)
     out = {}
     for replay in sorted(folder.glob("*/replay.json")):
         entry = json.loads(replay.read_text())
