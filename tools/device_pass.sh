@@ -27,13 +27,13 @@ fi
 left=$(( lim - ($(date +%s)-t0) ))
 cap=/dev/shm/gpubook-capture; [ -d /dev/shm ] || cap=/tmp/gpubook-capture
 # counters: the captures run CAPTURE_JOBS (3) at a time on the one GPU (a capture run is
-# not timed), within the first 45% of the time; then tools/counters.py replays and profiles
+# not timed), within the first CAPTURE_SHARE (45) % of the time; then tools/counters.py replays and profiles
 # them one notebook after another (those are timed), writing each notebook's rows as it goes.
 if [ "$mode" = counters ]; then
   rm -rf "$cap"; mkdir -p "$cap"; jobs_max=${CAPTURE_JOBS:-3}
   for nb in "$@"; do
     name=$(basename "$nb" .ipynb)
-    to=$(( t0 + lim * 45 / 100 - $(date +%s) )); [ $to -gt 10 ] || { echo "$nb: no time to capture"; continue; }
+    to=$(( t0 + lim * ${CAPTURE_SHARE:-45} / 100 - $(date +%s) )); [ $to -gt 10 ] || { echo "$nb: no time to capture"; continue; }
     ( s=$(date +%s); PYOPENCL_CTX=0 GPUBOOK_SCALE=full timeout $to \
         python3 tools/run_notebooks.py --capture "$cap" "$nb" > "$OUT/capture_$name.log" 2>&1
       echo "$nb capture rc=$? $(( $(date +%s)-s )) s" ) &
