@@ -1,4 +1,5 @@
 """Timing with OpenCL profiling events, and sweeps of variants over a parameter."""
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,6 +48,8 @@ def time_events(launch, repeats=10, warmup=1):
     """
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
+    if os.environ.get("GPUBOOK_CAPTURE"):   # a capture run (gpubook.capture) is not timed:
+        repeats, warmup = 1, 0               # each launch once is enough to capture it
     for _ in range(warmup):
         _wait(launch())
     times = []
