@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call of the device tool (GPU host, repo root; carry [".device"], made here by ../shared/device/prepare):
-#   [VENDOR=1] [CPU=1] [CPU_LIMIT=s] [CPU_FULL="NB..."] [LIMIT=s] bash tools/device_pass.sh record|reference|counters TAG NB...
+#   [VENDOR=1] [CPU=1] [CPU_LIMIT=s] [CPU_FULL="NB..."] [LIMIT=s] [LANES=n] bash tools/device_pass.sh record|reference|counters TAG NB...
 # record: results only; reference: outputs stored in place + digests; counters: each notebook
 # run with its launches captured (in RAM), then replayed and profiled by tools/counters.py,
 # whose rows go into the chapter's record (a capture run's timings are not the page's). CPU=1 first records
@@ -46,9 +46,39 @@ if [ "$mode" = counters ]; then
   rm -rf "$cap"
   set --
 fi
+# LANES=N (a host of N GPUs): chapter 0 first on the first GPU (the other chapters read its
+# records), then the other notebooks split into N lanes by tools/lanes.py, each lane on its
+# own GPU (CUDA_VISIBLE_DEVICES), its notebooks one after another. Logs: $OUT/lane_<i>.log.
+flag=--record-only; [ "$mode" = reference ] && flag=--reference
+if [ "${LANES:-1}" -gt 1 ]; then
+  first=(); rest=()
+  for nb in "$@"; do case "$(basename "$nb")" in 00_*) first+=("$nb");; *) rest+=("$nb");; esac; done
+  for nb in "${first[@]}"; do
+    s=$(date +%s); CUDA_VISIBLE_DEVICES=0 PYOPENCL_CTX=0 GPUBOOK_SCALE=full timeout $left \
+      python3 tools/run_notebooks.py $flag "$nb"; echo "$nb rc=$? $(( $(date +%s)-s )) s"
+  done
+  # NVIDIA's OpenCL is expected to list only the GPU that CUDA_VISIBLE_DEVICES names; where
+  # it lists them all, the lane picks its GPU by index (PyTorch and CuPy still see one).
+  seen=$(CUDA_VISIBLE_DEVICES=1 python3 -c "import pyopencl as cl; print(len(cl.get_platforms()[0].get_devices()))")
+  echo "OpenCL devices under CUDA_VISIBLE_DEVICES=1: $seen"
+  i=0
+  while read -r lane; do
+    [ -n "$lane" ] || { i=$((i+1)); continue; }
+    ( for nb in $lane; do
+        s=$(date +%s); left=$(( lim - ($(date +%s)-t0) ))
+        ctx=0; [ "$seen" = 1 ] || ctx=0:$i
+        CUDA_VISIBLE_DEVICES=$i PYOPENCL_CTX=$ctx GPUBOOK_SCALE=full timeout $left \
+          python3 tools/run_notebooks.py $flag "$nb"; echo "$nb rc=$? $(( $(date +%s)-s )) s (GPU $i)"
+      done ) > "$OUT/lane_$i.log" 2>&1 &
+    i=$((i+1))
+  done < <(python3 tools/lanes.py "$LANES" "${rest[@]}")
+  wait; cat "$OUT"/lane_*.log | grep ' rc='
+  tar czf "$OUT/$tag.tgz" results "$@"
+  echo "total $(( $(date +%s)-t0 )) s"
+  exit 0
+fi
 for nb in "$@"; do
   s=$(date +%s)
-  flag=--record-only; [ "$mode" = reference ] && flag=--reference
   PYOPENCL_CTX=0 GPUBOOK_SCALE=full timeout $left python3 tools/run_notebooks.py $flag "$nb"
   echo "$nb rc=$? $(( $(date +%s)-s )) s"
   left=$(( lim - ($(date +%s)-t0) ))
