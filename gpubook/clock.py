@@ -76,3 +76,20 @@ def measure(ctx, queue, device, iters=32768, groups_per_cu=4):
     q20, med, q80 = np.quantile(ghz, [0.2, 0.5, 0.8])
     return SMClock(float(med), float(q20), float(q80), len(ghz),
                    len(np.unique(got[:, 2])), float(np.median(ns)))
+
+
+# FP32 lanes per compute unit (FMA per clock per SM), from NVIDIA's architecture
+# whitepapers (Volta, Turing, Ampere GA100 and GA10x, Ada, Hopper), by compute capability
+FP32_LANES = {(7, 0): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128, (8, 9): 128,
+              (9, 0): 128}
+
+
+def fp32_lanes(device):
+    """FP32 FMA lanes of the whole device (compute units x lanes per compute unit),
+    or None where the book's table does not know its architecture."""
+    try:
+        cc = (int(device.compute_capability_major_nv), int(device.compute_capability_minor_nv))
+    except Exception:    # not NVIDIA, or the runtime does not say
+        return None
+    per_cu = FP32_LANES.get(cc)
+    return None if per_cu is None else per_cu * int(device.max_compute_units)

@@ -113,6 +113,12 @@ def other_devices(chapter, device, root=None):
 
 
 def recorded_limits(device, root=None):
-    """Chapter 0's measured limits for this device, or None when not recorded."""
+    """Chapter 0's measured limits for this device, or None when not recorded; with
+    `sm_clock_ghz`, the SM clock under load it recorded (None where it read none)."""
     entry = load_results("00_device", root).get(device_slug(device))
-    return None if entry is None else entry["data"]["limits"]
+    if entry is None:
+        return None
+    # the SM clock under load (gpubook.clock), where chapter 0 read it; pages that
+    # count cycles use it instead of the data sheet's maximum
+    clock = entry["data"].get("sm_clock") or {}
+    return {**entry["data"]["limits"], "sm_clock_ghz": clock.get("ghz")}

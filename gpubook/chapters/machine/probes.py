@@ -232,6 +232,19 @@ def bandwidth_curve(ctx, queue, device, scale, sizes=None, repeats=5, rotate=Fal
     return records
 
 
+def l1_bounds(wrapped, rotated):
+    """(lo, hi): the largest working set at which the wrapped read (each compute unit
+    re-reads its own part) ran at least twice the rotated one (only the L2 serves
+    that), and the sweep's next set; (None, None) without a rotated sweep. Over the
+    compute units, lo bounds one L1's size from below."""
+    wrap = {r["bytes"]: r["rate"] for r in wrapped}
+    rot = {r["bytes"]: r["rate"] for r in rotated or []}
+    sets = sorted(n for n in rot if n in wrap)
+    served = [n for n in sets if wrap[n] >= 2 * rot[n]]
+    lo = max(served) if served else None
+    return lo, next((n for n in sets if lo and n > lo), None)
+
+
 def hierarchy_levels(f, latency, bandwidth, local_gbs, h2d_gbs, arch=None, rotated=None):
     """(level, size, bandwidth, latency) rows for the hierarchy figure, fastest first,
     from the run's curves (latency and bandwidth records, and the rotated read sweep
@@ -258,7 +271,10 @@ def hierarchy_levels(f, latency, bandwidth, local_gbs, h2d_gbs, arch=None, rotat
                 if level else "")
     mid_lat = mid_text if in_l2 else "not told apart\nin the latency curve"
     if spread:
-        caches = [("L1s: each compute unit\nre-reads its own part", "size not measured;\n" + reported,
+        lo, _ = l1_bounds(bandwidth, rotated)
+        held = (f"at least {human_bytes(lo / f['compute_units'])} each\n(the two sweeps);\n"
+                if lo and f.get("compute_units") else "size not measured;\n")
+        caches = [("L1s: each compute unit\nre-reads its own part", held + reported,
                    f"{best['rate']:,.0f} GB/s\nat {human_bytes(best['bytes'])}", first),
                   ("L2: all compute units\nread the whole set", l2,
                    f"{spread[len(spread) // 2]:,.0f} GB/s\nat 1 to 8 MiB", mid_lat)]

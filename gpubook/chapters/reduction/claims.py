@@ -242,3 +242,132 @@ def bandwidth_cause(gbs4, gbs5, read_gbs, unroll_s):
                  gbs4=gbs4, gbs5=gbs5, read_gbs=read_gbs, unroll_spread=spread,
                  share4=share["4"], share5=share["5"],
                  spread_pct=None if spread is None else spread - 1)
+
+
+# ------------------------------------------------------------- causes from counters
+def _trusted(row):
+    return row if row and not row.get("why_not") and "metrics" in row else None
+
+
+def warp_rounds(wg, warp, sequential):
+    """Warp-rounds of a work-group's tree that run the round's local loads: a warp runs
+    them when any of its work-items is active. Interleaved (step 1): in the round of
+    stride s the work-items whose index is a multiple of 2s; sequential (step 2): the
+    first s."""
+    rounds, s = 0, (wg // 2 if sequential else 1)
+    while 0 < s < wg:
+        active = ({i // warp for i in range(s)} if sequential
+                  else {i // warp for i in range(0, wg, 2 * s)})
+        rounds += len(active)
+        s = s // 2 if sequential else s * 2
+    return rounds
+
+
+def steps12_banks(row1, row2, whose):
+    """Steps 1 and 2 (kind "cause"): neither tree has bank conflicts. From the
+    counters (`row1`, `row2`: the two kernels' rows), conflicts are under 5% of each
+    kernel's local-memory wavefronts; a tree with a 2-way conflict in every round's
+    loads would show about half."""
+    r1, r2 = _trusted(row1), _trusted(row2)
+    share1 = r1["metrics"].get("shared_conflict_share") if r1 else None
+    share2 = r2["metrics"].get("shared_conflict_share") if r2 else None
+    return claim("red_steps12_no_conflicts", "share1 < 0.05 and share2 < 0.05",
+                 f"{whose}'s counters: bank conflicts are {{share1:.1%}} of step 1's "
+                 "local-memory wavefronts and {share2:.1%} of step 2's: neither tree has "
+                 "bank conflicts, so they are not what changes from step 1 to step 2",
+                 f"{whose}'s counters: bank conflicts are {{share1:.1%}} of step 1's "
+                 "local-memory wavefronts and {share2:.1%} of step 2's: a tree here does "
+                 "have bank conflicts",
+                 missing="No trusted counters of steps 1 and 2 are recorded, so their bank "
+                         "conflicts are not counted",
+                 glue=False, kind="cause", share1=share1, share2=share2)
+
+
+def steps12_divergence(row1, row2, whose, wg, gain, warp=32):
+    """Steps 1 and 2 (kind "cause"): what sequential addressing removes is divergent
+    warps. A warp with one active work-item runs a round's loads for all 32, so step
+    1's local-load wavefronts over step 2's must be the ratio of warp-rounds with an
+    active work-item (`warp_rounds`), within 15%; with no divergence cost the two
+    trees would issue the same loads. `gain`: step 2's speed over step 1's."""
+    r1, r2 = _trusted(row1), _trusted(row2)
+    w1 = r1["metrics"].get("shared_ld_wavefronts") if r1 else None
+    w2 = r2["metrics"].get("shared_ld_wavefronts") if r2 else None
+    model = warp_rounds(wg, warp, False) / warp_rounds(wg, warp, True)
+    ratio = w1 / w2 if w1 and w2 else None
+    return claim("red_steps12_divergence", "abs(ratio / model - 1) < 0.15",
+                 f"{whose}'s counters: step 1 ran {{ratio:.1f}}× the local-load wavefronts "
+                 "of step 2, where counting the warps with an active work-item in each "
+                 "round gives {model:.1f}×: step 1's divergent warps run each round's loads "
+                 "for all their work-items. Step 2 ran {gain:.2f}× as fast",
+                 f"{whose}'s counters: step 1 ran {{ratio:.1f}}× the local-load wavefronts "
+                 "of step 2, against {model:.1f}× from the warps with an active work-item: "
+                 "divergence does not account for the difference here",
+                 missing="No trusted counters of steps 1 and 2 are recorded, so what "
+                         "divergence costs is not counted",
+                 glue=False, kind="cause", ratio=ratio, model=model, gain=gain, wg=wg)
+
+
+def tree_conflicts(rows, whose):
+    """The training half's tree (kind "cause"): its partial gradients sit K = 8 floats
+    apart, so in a round the active work-items l read words l*K: in 32 banks,
+    conflict-free for at most 32/K = 4 of them, and 8-way once a warp is full. The
+    counters of `tree.cl` with no examples (PER_ITEM=0, the tree alone), `rows`
+    {N: trusted row}: at N <= 4 conflicts must be under 5% of the local wavefronts;
+    at the largest N over half (an 8-way load makes 7 of its 8 wavefronts replays)."""
+    share = {n: r["metrics"].get("shared_conflict_share") for n, r in rows.items()}
+    small = [s for n, s in share.items() if n <= 4 and s is not None]
+    big = max(share) if share else None
+    return claim("tree_bank_conflicts", "small_max < 0.05 and big_share > 0.5",
+                 f"{whose}'s counters for the tree alone: bank conflicts are at most "
+                 "{small_max:.1%} of the local wavefronts with up to 4 work-items, and "
+                 "{big_share:.0%} with {big:.0f}: the partial gradients, 8 floats apart, "
+                 "collide in the banks once a warp holds more than 4 active work-items",
+                 f"{whose}'s counters for the tree alone: bank conflicts are "
+                 "{small_max:.1%} of the local wavefronts with up to 4 work-items and "
+                 "{big_share:.0%} with {big:.0f}: not the pattern the 8-float spacing "
+                 "predicts",
+                 missing="No trusted counters of the tree alone are recorded, so its bank "
+                         "conflicts are not counted",
+                 glue=False, kind="cause", small_max=max(small) if small else None,
+                 big=big, big_share=share.get(big))
+
+
+def tree_latency(rows, whose):
+    """The training half (kind "cause"): one iteration of `tree.cl` with its examples
+    (`rows` {N: trusted row}) is bound by the latency of dependent loads from global
+    memory if its warps wait on them (long scoreboard) for most of their stalls at
+    every N."""
+    waits = [r["metrics"].get("stalls", {}).get("long_scoreboard") for r in rows.values()]
+    waits = [w for w in waits if w is not None]
+    return claim("tree_examples_latency", "least > 0.5",
+                 f"{whose}'s counters for one iteration with its examples (N = {{lo:.0f}} to "
+                 "{hi:.0f}): its warps waited on global loads (long scoreboard) for "
+                 "{least:.0%} to {most:.0%} of their stalls: the examples' part waits on "
+                 "the latency of its loads",
+                 f"{whose}'s counters for one iteration with its examples (N = {{lo:.0f}} to "
+                 "{hi:.0f}): waits on global loads were as low as {least:.0%} of the stalls: "
+                 "load latency is not shown to hold it",
+                 missing="No trusted counters of one iteration of the tree are recorded, so "
+                         "what holds its examples' part is not shown",
+                 glue=False, kind="cause", least=min(waits) if waits else None,
+                 most=max(waits) if waits else None,
+                 lo=min(rows) if rows else None, hi=max(rows) if rows else None)
+
+
+def tree_labels(counters, per_item):
+    """{N: label} of `tree.cl`'s trusted counter rows: with PER_ITEM=0 (the tree
+    alone) or, with `per_item` None, one iteration with its examples (ITERS=1)."""
+    import re
+    out = {}
+    for label, row in counters.items():
+        if not label.startswith("logreg/tree.cl:") or not _trusted(row):
+            continue
+        alone, one = "PER_ITEM=0" in label, "ITERS=1 " in label
+        if (per_item == 0 and alone) or (per_item is None and one and not alone):
+            out[int(re.search(r" N=(\d+)", label).group(1))] = label
+    return out
+
+
+def tree_rows(counters, per_item):
+    """{N: trusted row} of `tree.cl`'s counters (`tree_labels`)."""
+    return {n: counters[label] for n, label in tree_labels(counters, per_item).items()}
