@@ -196,3 +196,54 @@ def tf32_time(t3, t_raw, pass_flops, feed_bytes, mma_gflops, copy_gbs):
         copy_gbs=copy_gbs, pct=None if rate is None or not copy_gbs else 100 * rate / copy_gbs,
         raw_ratio=None if mma1 is None or t_raw is None else t_raw / mma1,
         hidden_ms=None if t3 is None or mma3 is None or t_raw is None else (t3 - max(mma3, t_raw)) * 1e3)
+
+
+def symmetric_follows_work(t_naive, t_sym, np_):
+    """Step 2's cause (kind "cause"): the lower triangle keeps the naive kernel's two
+    loads per multiply-add and drops the rest, so if the loads per multiply-add set its
+    pace, its time falls by the work it skips: np_² entries against np_(np_+1)/2, within
+    10%. A kernel held by something per work-item, whatever it computes (launching the
+    work-items above the diagonal, occupancy), would not halve."""
+    work = np_ * np_ / (np_ * (np_ + 1) / 2)
+    gain = _ratio(t_naive, t_sym)
+    return claim(
+        "cov_symmetric_follows_work", "abs(gain / work - 1) < 0.1",
+        "The lower triangle ran {gain:.2f}× as fast for {work:.2f}× fewer multiply-adds, "
+        "within 10%: the time follows the multiply-adds, each with its two loads",
+        "The lower triangle ran {gain:.2f}× as fast for {work:.2f}× fewer multiply-adds, "
+        "more than 10% apart: something besides the multiply-adds and their loads sets the pace",
+        glue=False, kind="cause", gain=gain, work=work)
+
+
+# the register tile the H100's counters hold (the first shape of the sweep that a GPU runs)
+REGISTER_TILES_COUNTED = (
+    "tiles/register_tiles.cl:register_tiles[CHECK=0 FP64=0 GV=4 K=16 LV=4 PREFETCH=1 "
+    "STAGES=1 TM=64 TN=64 TRIANGLE=1 TYPE=float WM=4 WN=4]")
+COUNTED = [("column sums", "covariance/col_sums.cl:col_sums"),
+           ("centre", "covariance/centre.cl:centre"),
+           ("register tiles 64 × 64, 4 × 4 blocks", REGISTER_TILES_COUNTED),
+           ("finish", "covariance/finish.cl:finish[MIRROR=1]")]
+
+
+def register_tiles_off_memory(rows, whose, label=REGISTER_TILES_COUNTED):
+    """Step 4's cause, read from the counters of `whose` (kind "cause"): register tiles
+    fetch 2/TB floats from global memory per multiply-add, so device memory should
+    idle (DRAM under 25% of its peak) while the compute unit issues (issue slots busy
+    more than twice as much as DRAM). A tile held by device memory would show DRAM as
+    busy as chapter 5's streams; one held by latency would leave the issue slots idle."""
+    row = (rows or {}).get(label) or {}
+    m = {} if row.get("why_not") else row.get("metrics") or {}
+    top = next(iter(m["stalls"]), None) if m.get("stalls") else None
+    return claim(
+        "cov_register_tiles_off_dram", "dram < 25 and issue > 2 * dram",
+        "The {whose}'s counters of a register tile (64 × 64, 4 × 4 per work-item) show "
+        "device memory idle: DRAM at {dram:.0f}% of its peak with {hit:.0f}% L2 hits, "
+        "while its issue slots are {issue:.0f}% busy; its warps wait most on {top}",
+        "The {whose}'s counters of a register tile (64 × 64, 4 × 4 per work-item) do not "
+        "show device memory idle: DRAM at {dram:.0f}% of its peak, issue slots {issue:.0f}% "
+        "busy (the test: under 25%, and issue more than twice DRAM)",
+        "The register tiles have no trusted counters here ({names} missing)",
+        glue=False, kind="cause", whose=whose, dram=m.get("dram_pct"),
+        issue=m.get("issue_pct"), hit=m.get("l2_hit_pct"),
+        top=top and top.replace("_", " ").replace("mio throttle",
+                                                  "the local-memory queue (MIO throttle)"))

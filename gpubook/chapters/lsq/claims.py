@@ -185,3 +185,92 @@ def second_pass(runs):
                  "The step kept CholeskyQR2 for none of these matrices",
                  top=max(kept, default=None), q1=max((v for v, _ in kept.values()), default=None),
                  q=max((v for _, v in kept.values()), default=None))
+
+
+# --- causes (kind "cause"), from the run's panel widths and from hardware counters -------
+
+ROW_GROUP_COUNTED = "lsq/2_row_group.cl:includ_row_group[NMAX=40 WG=32]"
+_BLOCKED = "[FC=16 KC=512 NB=16 QL=4 RL=8 RPI=1 RT=64 TN=32 WGS=128]"
+COUNTED = [("step 1", "lsq/1_sequential.cl:includ_sequential"),
+           ("step 2, WG = 32, n ≤ 40", ROW_GROUP_COUNTED)] + [
+    (name, f"lsq/3_blocked.cl:{name}{_BLOCKED}")
+    for name in ("house_dots", "house_step", "trail_w", "trail_finish", "trail_update",
+                 "column_ss")]
+
+
+def _metrics(rows, label):
+    """A kernel's counters where its replay is trusted (gpubook.counters), else {}."""
+    row = (rows or {}).get(label) or {}
+    return {} if row.get("why_not") else row.get("metrics") or {}
+
+
+def house_step_work(by_width):
+    """Step 3's panel launches (kind "cause"): `house_step` runs once per column at
+    every panel width, and each launch applies its reflection to the panel's columns.
+    If the launches' fixed cost set its time, its total would stay flat as the panel
+    widens; if the work over the panel did, it would grow with the width. The claim:
+    from the narrowest to the widest width it grows by more than the square root of
+    the width ratio (the geometric middle between flat and proportional).
+    by_width: {panel width: house_step's seconds}."""
+    lo, hi = (min(by_width), max(by_width)) if len(by_width) > 1 else (None, None)
+    return claim("lsq_house_step_work", "ratio > (hi / lo) ** 0.5",
+                 "Their cost is the work over the panel, not the launches: with panels of "
+                 "{hi:.0f} columns instead of {lo:.0f}, the same number of `house_step` "
+                 "launches took {ratio:.2f}× the time",
+                 "Their cost is the launches, not the work over the panel: with panels of "
+                 "{hi:.0f} columns instead of {lo:.0f}, the same number of `house_step` "
+                 "launches took {ratio:.2f}× the time (the test: more than "
+                 "√({hi:.0f}/{lo:.0f}))",
+                 "Fewer than two panel widths ran here, so what sets the panel launches' "
+                 "time is not tested",
+                 glue=False, kind="cause", lo=lo, hi=hi,
+                 ratio=by_width[hi] / by_width[lo] if lo else None)
+
+
+def row_group_chain(rows, whose, label=ROW_GROUP_COUNTED):
+    """Step 2's cause, read from the counters of `whose`: a row crosses the columns as
+    a chain of dependent steps, so its warps should wait mostly on the result of the
+    instruction before (fixed-latency 'wait' and local-memory 'short scoreboard'
+    stalls, half the stall cycles or more), little on global memory (long scoreboard,
+    under a quarter) and device memory should idle (DRAM under 10%)."""
+    m = _metrics(rows, label)
+    stalls = m.get("stalls") or {}
+    return claim("lsq_row_group_chain", "chain >= 0.5 and memory < 0.25 and dram < 10",
+                 "The {whose}'s counters of step 2 (one work-group of 32, rows of up to 40 "
+                 "columns) show the chain: {chain:.0%} of its stall cycles wait on the "
+                 "instruction before (fixed latency or local memory), {memory:.0%} on "
+                 "global memory, with DRAM at {dram:.0f}% of its peak",
+                 "The {whose}'s counters of step 2 (one work-group of 32, rows of up to 40 "
+                 "columns) do not show a chain of dependent steps: {chain:.0%} of its stall "
+                 "cycles wait on the instruction before, {memory:.0%} on global memory, DRAM "
+                 "at {dram:.0f}% (the test: half or more, under a quarter, under 10%)",
+                 "Step 2 has no trusted counters here ({names} missing)",
+                 glue=False, kind="cause", whose=whose, dram=m.get("dram_pct"),
+                 chain=stalls.get("wait", 0) + stalls.get("short_scoreboard", 0) if m else None,
+                 memory=stalls.get("long_scoreboard", 0) if m else None)
+
+
+def trailing_latency(rows, whose):
+    """Step 3's trailing updates (kind "cause"), read from the counters of `whose`:
+    kernels that keep nothing in registers across the panel's dimension wait on their
+    loads. Then `trail_w` and `trail_update` spend half their stall cycles or more on
+    global loads (long scoreboard) while neither device memory nor the SM reaches half
+    its peak: held by the latency of their loads, not by a throughput."""
+    w = _metrics(rows, f"lsq/3_blocked.cl:trail_w{_BLOCKED}")
+    u = _metrics(rows, f"lsq/3_blocked.cl:trail_update{_BLOCKED}")
+    have = bool(w and u)
+    return claim("lsq_trailing_wait_loads", "waiting >= 0.5 and busiest < 50",
+                 "The {whose}'s counters of the trailing updates (panels of 16) show them "
+                 "waiting on their loads: `trail_w` and `trail_update` spend at least "
+                 "{waiting:.0%} of their stall cycles on global loads, while DRAM and the SM "
+                 "stay at or below {busiest:.0f}% of their peaks",
+                 "The {whose}'s counters of the trailing updates (panels of 16) do not show "
+                 "them held by the latency of their loads: at least {waiting:.0%} of their "
+                 "stall cycles on global loads, DRAM or the SM up to {busiest:.0f}% of its "
+                 "peak (the test: half or more, under 50%)",
+                 "The trailing updates have no trusted counters here ({names} missing)",
+                 glue=False, kind="cause", whose=whose,
+                 waiting=min((x.get("stalls") or {}).get("long_scoreboard", 0)
+                             for x in (w, u)) if have else None,
+                 busiest=max(x.get(k, 0) for x in (w, u) for k in ("dram_pct", "sm_pct"))
+                 if have else None)

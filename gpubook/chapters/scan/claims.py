@@ -1,5 +1,7 @@
 """The sentences chapter 7 says about its measurements, as claims (gpubook.claims).
 Each function takes what the run measured; the records' lists work as they are."""
+import re
+
 from ...claims import claim
 
 
@@ -134,3 +136,101 @@ def bytes_set_pace(sp_s, rts_s, floats, copy_gbs):
                  sp_frac=sp_copy_s / sp_s if sp_copy_s and sp_s else None,
                  rts_frac=rts_copy_s / rts_s if rts_copy_s and rts_s else None,
                  ratio=rts_s / sp_s if sp_s and rts_s else None)
+
+
+# --- causes read from hardware counters (gpubook.counters) ---------------------------
+
+HS = "scan/wg_scan.cl+scan/1_hillis_steele.cl:fitness_hs[T=uint WG={wg}]"
+WE = "scan/wg_scan.cl+scan/2_work_efficient.cl:fitness_we[ITEMS=8 T=uint WG={wg}]"
+
+
+def counted(sizes):
+    """(heading, kernel label) pairs for gb.counters.table: steps 1 and 2 at each
+    work-group size, as the counters record name them."""
+    return ([(f"step 1, WG = {wg}", HS.format(wg=wg)) for wg in sizes]
+            + [(f"step 2, WG = {wg}", WE.format(wg=wg)) for wg in sizes])
+
+
+def _trusted(rows, template):
+    """{WG: metrics} of the rows of one kernel whose replay is trusted."""
+    out = {}
+    for label, row in (rows or {}).items():
+        m = re.fullmatch(r"(\d+)".join(map(re.escape, template.split("{wg}"))), label)
+        if m and not row.get("why_not") and "metrics" in row:
+            out[int(m.group(1))] = row["metrics"]
+    return out
+
+
+def _barrier(metrics):
+    """The share of stall cycles at a barrier (0 where it is not among the recorded
+    largest reasons, which the counters keep four of)."""
+    return (metrics.get("stalls") or {}).get("barrier", 0.0)
+
+
+def seed_lanes_cause(rows, whose):
+    """Step 1's rise with the work-group (scan_seed_rises), its cause read from the
+    counters of `whose`: more work-items give the one compute unit more warps to
+    issue from. If so, its issue slots fill as the work-group grows: busy more than
+    twice as often at the largest trusted size as at the smallest, which holds 1/32 of
+    the warps or fewer. A rise with idle issue slots would come from somewhere else
+    (fewer blocks, each a fixed cost)."""
+    hs = _trusted(rows, HS)
+    lo, hi = (min(hs), max(hs)) if len(hs) > 1 else (None, None)
+    return claim("scan_seed_issue_fills", "issue_hi > 2 * issue_lo",
+                 "The {whose}'s counters show why: from WG = {lo:.0f} to {hi:.0f} the "
+                 "compute unit's issue slots went from {issue_lo:.0f}% to {issue_hi:.0f}% "
+                 "busy, as more warps give it more to issue",
+                 "The {whose}'s counters do not show more warps filling the compute unit: "
+                 "from WG = {lo:.0f} to {hi:.0f} its issue slots went from "
+                 "{issue_lo:.0f}% to {issue_hi:.0f}% busy (the test: more than twice)",
+                 "Step 1 has trusted counters at fewer than two work-group sizes here "
+                 "({names} missing)",
+                 glue=False, kind="cause", whose=whose, lo=lo, hi=hi,
+                 issue_lo=hs[lo].get("issue_pct") if lo else None,
+                 issue_hi=hs[hi].get("issue_pct") if hi else None)
+
+
+def seed_barrier_cause(rows, whose):
+    """Why step 1 gains less than its work-items, read from the counters of `whose`:
+    each of its 2·log2(WG) + 1 barriers per block waits for every warp of the group,
+    so the larger the group, the larger the share of stall cycles at barriers. The
+    claim: at the largest trusted work-group the barrier is the largest stall reason
+    and its share is more than twice that at the smallest. With one warp a barrier is
+    almost free; were the additions or the loads what the warps wait for, another
+    reason would lead."""
+    hs = _trusted(rows, HS)
+    lo, hi = (min(hs), max(hs)) if len(hs) > 1 else (None, None)
+    top = next(iter(hs[hi].get("stalls") or {}), None) if hi else None
+    return claim("scan_seed_barriers_grow", "b_hi > 2 * b_lo and top == 'barrier'",
+                 "Its barriers take a growing share of the stall cycles the {whose} "
+                 "counted: {b_lo:.0%} at WG = {lo:.0f}, {b_hi:.0%} at {hi:.0f}, where they "
+                 "lead every other reason",
+                 "On the {whose} its barriers do not take over: {b_lo:.0%} of the stall "
+                 "cycles at WG = {lo:.0f}, {b_hi:.0%} at {hi:.0f}, where the largest reason "
+                 "is {top} (the test: more than twice, and the largest)",
+                 "Step 1 has trusted counters at fewer than two work-group sizes here "
+                 "({names} missing)",
+                 glue=False, kind="cause", whose=whose, lo=lo, hi=hi, top=top,
+                 b_lo=_barrier(hs[lo]) if lo else None, b_hi=_barrier(hs[hi]) if hi else None)
+
+
+def work_efficient_barrier_cause(rows, whose):
+    """Step 2's cause, read from the counters of `whose`: its work-group scan has half
+    the barriers per round, and eight labels per work-item share it, so at the same
+    work-group size its share of stall cycles at barriers must be under half of step
+    1's, at every size where both have trusted counters."""
+    hs, we = _trusted(rows, HS), _trusted(rows, WE)
+    both = sorted(set(hs) & set(we))
+    worst = max((_barrier(we[w]) / _barrier(hs[w]) for w in both if _barrier(hs[w])),
+                default=None)
+    sizes = ", ".join(str(w) for w in both)
+    return claim("scan_we_fewer_barrier_stalls", "worst < 0.5",
+                 "The {whose}'s counters show the barriers it saves: at WG = " + sizes
+                 + " its warps spend at most {worst:.0%} as large a share of their stall "
+                 "cycles at barriers as step 1's",
+                 "The {whose}'s counters do not show the barriers it saves: at WG = "
+                 + sizes + " its share of stall cycles at barriers is up to {worst:.0%} of "
+                 "step 1's (the test: under half)",
+                 "Steps 1 and 2 have no trusted counters at a common work-group size here "
+                 "({names} missing)",
+                 glue=False, kind="cause", whose=whose, worst=worst)

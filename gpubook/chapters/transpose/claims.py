@@ -140,3 +140,98 @@ def sectors_cause(rows, cols, waste_rows):
                  "The scalar row walk's rate on the sectors it moves is not known here ({names} missing)",
                  kind="cause", rows_gbs=rows_gbs, cols_gbs=cols_gbs, waste_rows=waste_rows,
                  moved_gbs=moved_gbs, moved_over_read=ratio, slowdown=slowdown)
+
+
+# --- causes read from hardware counters (gpubook.counters) ---------------------------
+
+COUNTED = {"naive": "transpose/transpose_naive.cl:transpose_naive[KP={kp}]",
+           "tiled": "transpose/transpose_tiled.cl:transpose_tiled[KP={kp} ROWS=8 TILE=64]",
+           "rows": "transpose/scores_rows.cl:scores_rows[KP={kp}]",
+           "rows4": "transpose/scores_rows4.cl:scores_rows4[KP={kp}]",
+           "cols": "transpose/scores_cols.cl:scores_cols[KP={kp}]",
+           "feature": "transpose/grad_feature.cl:grad_feature[KP={kp}]",
+           "groups": "transpose/grad_groups.cl:grad_groups[KP={kp} LOCAL=256]"}
+
+
+def counted(kp, *variants):
+    """(heading, kernel label) pairs for gb.counters.table: the chapter's kernels as
+    the counters record names them, for `kp` padded features."""
+    return [(v, COUNTED[v].format(kp=kp)) for v in variants]
+
+
+def _metrics(rows, label):
+    """A kernel's counters where its replay is trusted (gpubook.counters), else None."""
+    row = (rows or {}).get(label) or {}
+    return None if row.get("why_not") or "metrics" not in row else row["metrics"]
+
+
+def naive_l2_cause(rows, whose, kp):
+    """Step 2's cause, read from the counters of `whose`: the naive transpose's
+    scattered 4-byte writes each cost a whole 32-byte sector, and sectors are what the
+    L2 moves. If that sets its pace, the L2 is its busiest unit, at half its peak or
+    more; were it held by latency all units would idle, were it held by device memory
+    DRAM would be the busiest."""
+    m = _metrics(rows, COUNTED["naive"].format(kp=kp)) or {}
+    size = ((rows or {}).get(COUNTED["naive"].format(kp=kp)) or {}).get("global")
+    launch = (f"the counted launch transposed J = {size[0] // kp:,} examples, "
+              f"{8 * size[0] / 2**20:,.0f} MiB of X in two layouts" if size
+              else "the record does not give the counted launch's size")
+    return claim("tr_naive_l2_busiest", "l2 >= max(l1, sm, dram) and l2 >= 50",
+                 "The {whose}'s counters put the naive transpose's cost in the L2: it is "
+                 "the busiest unit, at {l2:.0f}% of its peak (L1 {l1:.0f}%, SM {sm:.0f}%, "
+                 "DRAM {dram:.0f}%), as 32-byte sectors for 4-byte writes predict (" + launch
+                 + ", {hit:.0f}% L2 hits, so DRAM says nothing about the largest sizes)",
+                 "The {whose}'s counters do not put the naive transpose's cost in the L2: "
+                 "L2 {l2:.0f}% of its peak, L1 {l1:.0f}%, SM {sm:.0f}%, DRAM {dram:.0f}% "
+                 "(the test: the L2 the busiest unit, at half its peak or more)",
+                 "The naive transpose has no trusted counters here ({names} missing)",
+                 glue=False, kind="cause", whose=whose, l2=m.get("l2_pct"),
+                 l1=m.get("l1_pct"), sm=m.get("sm_pct"), dram=m.get("dram_pct"),
+                 hit=m.get("l2_hit_pct"))
+
+
+def cols_stream_cause(rows, whose, kp):
+    """Step 3's cause, read from the counters of `whose`: over transposed X each warp's
+    load is whole sectors used once, so the scores kernel should be a pure stream from
+    device memory: DRAM at 80% of its peak or more (the rest is what refresh and
+    read-write turnarounds leave to any kernel) and under 10% of the L2's sectors hits
+    (nothing is read twice). A kernel held by latency or by the cache would fail it."""
+    label = COUNTED["cols"].format(kp=kp)
+    m = _metrics(rows, label) or {}
+    size = ((rows or {}).get(label) or {}).get("global")   # one work-item per float4 of examples
+    launch = f"the counted launch scored J = {4 * size[0]:,} examples" if size else \
+        "the record does not give the counted launch's size"
+    return claim("tr_cols_streams", "dram >= 80 and hit < 10",
+                 "The {whose}'s counters show the scores kernel over $X^\\top$ as a stream ("
+                 + launch + "): DRAM at {dram:.0f}% of its peak with {hit:.0f}% L2 hits, "
+                 "every sector fetched once and used whole",
+                 "The {whose}'s counters do not show the scores kernel over $X^\\top$ as a "
+                 "stream from memory (" + launch + "): DRAM at {dram:.0f}% of its peak, "
+                 "{hit:.0f}% L2 hits (the test: 80% or more, under 10%)",
+                 "The scores kernel over transposed X has no trusted counters here "
+                 "({names} missing)",
+                 glue=False, kind="cause", whose=whose, dram=m.get("dram_pct"),
+                 hit=m.get("l2_hit_pct"))
+
+
+def feature_latency_cause(rows, whose, kp):
+    """Step 4a's cause, read from the counters of `whose`: one work-item per feature
+    launches too few warps to keep loads in flight. Then the compute units hold few
+    warps (occupancy under 10%), device memory idles (DRAM under 10% of its peak) and
+    most stall cycles (half or more) wait for a global load (long scoreboard). Were the
+    kernel held by bandwidth, DRAM would be busy; by arithmetic, the loads would not
+    be what its warps wait for."""
+    m = _metrics(rows, COUNTED["feature"].format(kp=kp)) or {}
+    waiting = (m.get("stalls") or {}).get("long_scoreboard", 0.0) if m else None
+    return claim("tr_feature_waits", "occupancy < 10 and dram < 10 and waiting >= 0.5",
+                 "The {whose}'s counters show it: occupancy {occupancy:.0f}%, DRAM at "
+                 "{dram:.0f}% of its peak, and {waiting:.0%} of its stall cycles waiting "
+                 "for a global load, so memory idles while each warp waits for its own",
+                 "The {whose}'s counters do not show it starved of loads in flight: "
+                 "occupancy {occupancy:.0f}%, DRAM {dram:.0f}% of its peak, {waiting:.0%} "
+                 "of its stall cycles on a global load (the test: under 10%, under 10%, "
+                 "half or more)",
+                 "The work-item-per-feature gradient has no trusted counters here "
+                 "({names} missing)",
+                 glue=False, kind="cause", whose=whose, occupancy=m.get("occupancy_pct"),
+                 dram=m.get("dram_pct"), waiting=waiting)
