@@ -199,3 +199,42 @@ __kernel void unit_diagonal(__global double *restrict e, const int ld, const int
     if (i < k)
         e[(size_t)i * ld + i] = 1.0;
 }
+
+// Shifted CholeskyQR (gpubook.chapters.lsq.shifted): g's diagonal += coef *
+// trace(g), the shift s = coef ||A||_F^2 for the Gram matrix g = A'A. One
+// work-group of WG adds the trace up in a fixed order, then shifts.
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void shift_diagonal(
+        __global double *restrict g, const int ld, const int k, const double coef)
+{
+    __local double part[WG];
+    const int lid = get_local_id(0);
+    double t = 0.0;
+    for (int i = lid; i < k; i += WG)
+        t += g[(size_t)i * ld + i];
+    part[lid] = t;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    double trace = 0.0;
+    for (int i = 0; i < WG; ++i)   // every work-item, the same sum in the same order
+        trace += part[i];
+    for (int i = lid; i < k; i += WG)
+        g[(size_t)i * ld + i] += coef * trace;
+}
+
+// The condition estimate's two Frobenius norms: out[at + j] = the sum of
+// squares of column j's entries in the upper (i <= j) or lower (i >= j)
+// triangle of src, one work-item per column (neighbours read neighbours).
+__kernel void column_squares(__global const double *restrict src, const int ld,
+                             const int k, const int upper,
+                             __global double *restrict out, const int at)
+{
+    const int j = get_global_id(0);
+    if (j >= k)
+        return;
+    double s = 0.0;
+    const int i0 = upper ? 0 : j, i1 = upper ? j + 1 : k;
+    for (int i = i0; i < i1; ++i) {
+        const double v = src[(size_t)i * ld + j];
+        s += v * v;
+    }
+    out[at + j] = s;
+}

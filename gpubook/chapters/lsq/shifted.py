@@ -1,0 +1,376 @@
+"""Chapter 8's step 6 at any condition number: shifted CholeskyQR3 (Fukaya, Kannan,
+Nakatsukasa, Yamamoto and Yanagisawa, SIAM J. Sci. Comput. 2020) on the device, and
+a factorisation that chooses between it and CholeskyQR2 from a condition estimate.
+
+CholeskyQR squares the condition number: the Gram matrix A'A has κ(A)², and its
+rounding, about u ||A||², swamps its smallest eigenvalue once κ(A)² u nears 1, so the
+first Q loses orthogonality like κ² u and the Cholesky factorisation breaks down a
+little beyond. A shift keeps the first factorisation positive definite:
+
+    G = A'A + s I,  s = 11 (m n + n (n + 1)) u ||A||_F²,  G = R1'R1,  Q1 = A R1^-1,
+
+and Q1's condition number is then about κ(A) sqrt(s) / ||A||₂, small enough for
+CholeskyQR2 on Q1 while that is below about u^-1/2; R = R3 R2 R1. Every pass is the
+device's own pieces (cholqr.CholeskyQR2's Gram product, DeviceCholesky with its
+inverse, the banded Q = X R^-1 product, the triangular R product), and two small
+kernels of kernels/lsq/7_cholesky.cl: `shift_diagonal` (the trace and the shift on
+the device) and `column_squares` (the condition estimate's two norms).
+
+The estimate: κ_F(R) = ||R||_F ||R^-1||_F of a pass's unshifted Cholesky factor, with
+R^-1 from the factorisation (DeviceCholesky's inverse), an upper bound of κ₂(R) (and
+at most n times it). `Chosen` factors A unshifted first; where the estimate is at most
+`limit` (cholqr.COND_LIMIT, 1e7: squared, the Gram matrix keeps more than half of
+float64's digits, a margin of ten below u^-1/2 ≈ 9.5e7) it finishes by CholeskyQR2,
+else it shifts and estimates again on the new Q, up to `max_shifts` times: one shift
+is shifted CholeskyQR3, two are shifted CholeskyQR4 (needed where κ(A) sqrt(s) /
+||A||₂ is itself above the limit, κ(A) near 1e13 and beyond at 2,000 × 50).
+
+Neither class forms Q: as CholeskyQR2, they give R, and `q()` forms Q = X R_last^-1 on
+the host in float64 from the last pass's input X and its R (gpubook.orthogonality).
+Where a Cholesky factorisation meets a pivot that is not positive, or `Shifted3`'s
+CholeskyQR2 part receives a Q1 whose estimate is above u^-1/2, they raise
+ConditionError: never a wrong Q. Both take CholeskyQR2's keywords (tile shapes, mma,
+...) and its call style (upload, enqueue, settle, r, factor_buffer, r_factor, method,
+cond_estimate, reason), so measure.time_factor times them as it times CholeskyQR2.
+`reference_*`: the same algorithms in NumPy float64, for the tests."""
+import numpy as np
+import pyopencl as cl
+
+from ... import launch
+from ...kernels import kernel
+from ...orthogonality import q_from_r
+from . import cholqr
+from .tsqr import checked, checked_rows_buffer
+
+U = 2.0 ** -53                      # float64's unit roundoff
+LIMIT = cholqr.COND_LIMIT           # the estimate up to which CholeskyQR2 is enough
+ACCEPT = U ** -0.5                  # the largest κ(Q1) that Shifted3's CholeskyQR2 part takes
+MAX_SHIFTS = 3
+
+
+class ConditionError(ArithmeticError):
+    """A matrix too ill-conditioned for the method: no R (and no Q) is given."""
+
+
+def shift_coefficient(m, n):
+    """s / ||A||_F² of Fukaya et al.'s shift for an m x n matrix: 11 (m n + n (n + 1)) u."""
+    return 11.0 * (m * n + n * (n + 1)) * U
+
+
+def predicted_q1_condition(a):
+    """κ(Q1) after the shifted pass, about κ(A) sqrt(s) / ||A||₂ (where σ_min² ≪ s),
+    from A's singular values on the host (NumPy float64): the mechanism's prediction."""
+    a = np.asarray(a, np.float64)
+    sv = np.linalg.svd(a, compute_uv=False)
+    s = shift_coefficient(*a.shape) * float((sv ** 2).sum())
+    big, small = sv[0] / np.sqrt(sv[0] ** 2 + s), sv[-1] / np.sqrt(sv[-1] ** 2 + s)
+    return float(big / small)
+
+
+# ---- NumPy float64 references ----------------------------------------------------
+
+def _chol(g):
+    try:
+        return np.linalg.cholesky(g).T
+    except np.linalg.LinAlgError as err:
+        raise ConditionError(f"a Cholesky factorisation broke down ({err})") from None
+
+
+def _solve(x, r):
+    return np.linalg.solve(r.T, x.T).T
+
+
+def kappa_f(r):
+    """||R||_F ||R^-1||_F of an upper-triangular R (NumPy): the estimate's formula."""
+    return float(np.linalg.norm(r) * np.linalg.norm(np.linalg.inv(r)))
+
+
+def reference(a, shifts=1, passes=2):
+    """(Q, R) by `shifts` shifted CholeskyQR passes, then `passes` plain ones, in NumPy
+    float64: shifts=0 is CholeskyQR2 (passes=1 CholeskyQR), shifts=1 shifted CholeskyQR3.
+    Raises ConditionError where a Cholesky factorisation breaks down."""
+    x = np.asarray(a, np.float64)
+    m, n = x.shape
+    r = np.eye(n)
+    for p in range(shifts + passes):
+        g = x.T @ x
+        if p < shifts:
+            g = g + shift_coefficient(m, n) * np.trace(g) * np.eye(n)
+        rp = _chol(g)
+        x, r = _solve(x, rp), rp @ r
+    return x, r
+
+
+def reference_chosen(a, limit=LIMIT, max_shifts=MAX_SHIFTS):
+    """(Q, R, shifts) by Chosen's rule in NumPy float64."""
+    x = np.asarray(a, np.float64)
+    m, n = x.shape
+    r, shifts = np.eye(n), 0
+    while True:
+        g = x.T @ x
+        try:
+            est = kappa_f(np.linalg.cholesky(g).T)
+        except np.linalg.LinAlgError:
+            est = np.inf
+        if est <= limit:
+            q, r2 = reference(x, 0, 2)
+            return q, r2 @ r, shifts
+        shifts += 1
+        if shifts > max_shifts:
+            raise ConditionError(f"still above the limit after {max_shifts} shifts")
+        rp = _chol(g + shift_coefficient(m, n) * np.trace(g) * np.eye(n))
+        x, r = _solve(x, rp), rp @ r
+
+
+# ---- the device ---------------------------------------------------------------------
+
+class _Passes:
+    """CholeskyQR passes on the device, built from a CholeskyQR2's pieces (`cq`)."""
+
+    def __init__(self, ctx, queue, cols, **options):
+        self.cq = cholqr.CholeskyQR2(ctx, queue, cols, **options)     # checks fp64 and the shapes
+        self.ctx, self.queue, self.C = ctx, queue, self.cq.C
+        ch = self.cq.chol
+        # a second factorisation object: two more pivot slots, its own kernels' buffers
+        self.chols = [ch, cholqr.DeviceCholesky(ctx, queue, self.C, ch.CB, ch.update_shape, ch.product_shape,
+                                                self.cq.products, ch.panel)]
+        self.k = {name: kernel(ctx, cholqr.PATH, name, {"CB": ch.CB, "WG": ch.wg})
+                  for name in ("shift_diagonal", "column_squares")}
+        launch.check(queue.device, ch.wg, kern=self.k["shift_diagonal"])
+        mf, c = cl.mem_flags, self.C
+        self.Gs, self.squares = cl.Buffer(ctx, mf.READ_WRITE, 8 * c * c), cl.Buffer(ctx, mf.READ_WRITE, 16 * c)
+        self.G = [self.cq.G1, self.cq.G2]
+        self._m, self.method, self.cond_estimate, self.reason = None, None, None, ""
+        self.estimates, self.shifts, self.used = [], 0, []
+
+    # the call style of CholeskyQR2
+    def upload(self, a):
+        return self.cq.upload(checked(a, self.C))
+
+    def r(self):
+        """R (C x C, upper triangular) of the last settled factorisation."""
+        if self.method is None:
+            raise RuntimeError("nothing factored yet: call enqueue and settle (or r_factor)")
+        out = np.empty((self.C, self.C))
+        cl.enqueue_copy(self.queue, out, self._r)
+        return np.triu(out)
+
+    def factor_buffer(self, buf, m, trace=None):
+        self.enqueue(buf, m, trace)
+        self.settle(buf, m, trace)
+        return self.r()
+
+    def r_factor(self, a):
+        a = checked(a, self.C)
+        return self.factor_buffer(self.upload(a), len(a))
+
+    def q(self):
+        """Q = X R_last^-1 on the host, float64: X the last pass's input (read from the
+        device), R_last its Cholesky factor; Q R = A to rounding."""
+        if self.method is None:
+            raise RuntimeError("nothing factored yet")
+        x, g = np.empty((self._m, self.C)), np.empty((self.C, self.C))
+        cl.enqueue_copy(self.queue, x, self._last[0])
+        cl.enqueue_copy(self.queue, g, self._last[1])
+        return q_from_r(x, g)
+
+    # the pieces
+    def _buffers(self, m):
+        if self._m != m:
+            self.cq._buffers(m)
+            self.X = [self.cq.Q, cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, 8 * m * self.C)]
+            self._m = m
+
+    def _g(self, i):
+        while len(self.G) <= i:
+            self.G.append(cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, 8 * self.C * self.C))
+        return self.G[i]
+
+    def _shift(self, g, m, trace):
+        wg = self.cq.chol.wg
+        trace.append(("shift_diagonal", launch.enqueue(
+            self.queue, self.k["shift_diagonal"], (wg,), (wg,), g, np.int32(self.C), np.int32(self.C),
+            np.float64(shift_coefficient(m, self.C)))))
+
+    def _factor(self, g, slot, inverse, trace):
+        self.chols[slot // 2].enqueue(g, slot % 2, inverse, trace)
+        self.used.append(slot)
+
+    def _estimate(self, g, trace):
+        """Enqueue the two norms of the factor in g (upper) and its inverse (E, lower)."""
+        c = self.C
+        for src, upper, at in ((g, 1, 0), (self.cq.E, 0, c)):
+            trace.append(("column_squares", launch.enqueue(
+                self.queue, self.k["column_squares"], (c,), (64,), src, np.int32(c), np.int32(c),
+                np.int32(upper), self.squares, np.int32(at))))
+
+    def _read_estimate(self):
+        sq = np.empty(2 * self.C)
+        cl.enqueue_copy(self.queue, sq, self.squares)
+        est = float(np.sqrt(sq[:self.C].sum()) * np.sqrt(sq[self.C:].sum()))
+        return est if np.isfinite(est) else np.inf
+
+    def _status(self, slot):
+        return self.chols[slot // 2].status(slot % 2)[0]
+
+    def _q(self, x, m, out, trace):
+        """out = x R^-1, with R^-T in E: CholeskyQR2's transposes and banded product."""
+        cq, c, tt = self.cq, self.C, (self.cq.TT, self.cq.TT)
+        for src, rows, dst in ((cq.E, c, cq.Rinv), (x, m, cq.At)):
+            trace.append(("transpose_rows", cq.k["transpose_rows"](
+                self.queue, launch.global_size((c, rows), tt), tt, src, np.int32(rows), dst)))
+        cq._banded("tiles: Q1 = A R1^-1", cq.At, m, cq.Rinv, out, lambda j1: m, trace)
+
+    def _product(self, gs, trace):
+        """R = R_k ... R_1 from the factored Gram matrices gs (R_i in each one's upper
+        triangle, R_i' in its lower): CholeskyQR2's triangles and triangular product."""
+        cq = self.cq
+        out = [cq.R, cq.Rinv]
+        if len(gs) == 1:
+            cq.chol.triangle(gs[0], cq.R, upper=True, trace=trace)
+            self._r = cq.R
+            return
+        up = cq.Rinv
+        cq.chol.triangle(gs[1], cq.E, upper=False, trace=trace)
+        cq.chol.triangle(gs[0], up, upper=True, trace=trace)
+        for i, g in enumerate(gs[1:]):
+            if i:
+                cq.chol.triangle(g, cq.E, upper=False, trace=trace)
+            dst = out[i % 2]
+            cq._triangular_product("tiles: R = R2 R1", cq.E, up, dst, trace)
+            up = dst
+        self._r = up
+
+
+class Shifted3(_Passes):
+    """Shifted CholeskyQR3 on the device: a shifted pass, then CholeskyQR2 on its Q1,
+    all enqueued at once; `settle` reads the pivots and the estimate of κ(Q1) and
+    raises ConditionError where a factorisation broke down or κ(Q1) is above ACCEPT
+    (u^-1/2: CholeskyQR2's own limit) rather than give a Q that is not orthonormal.
+    Where it settles, method is "shifted CholeskyQR3"; cond_estimate is κ_F of the
+    second pass's factor, the estimate of κ(Q1)."""
+
+    def enqueue(self, buf, m, trace=None):
+        m = checked_rows_buffer(buf, m, self.C)
+        trace = [] if trace is None else trace
+        self._buffers(m)
+        self.method, self.used, self.shifts = None, [], 1
+        x, gs = buf, []
+        for i in range(3):
+            g = self._g(i)
+            self.cq.enqueue_gram(x, m, g, trace)
+            if i == 0:
+                self._shift(g, m, trace)
+            last = i == 2
+            self._factor(g, i, None if last else self.cq.E, trace)
+            if i == 1:
+                self._estimate(g, trace)
+            gs.append(g)
+            if not last:
+                out = self.X[i % 2]
+                self._q(x, m, out, trace)
+                x = out
+        self._last = (x, gs[-1])
+        self._product(gs, trace)
+
+    def settle(self, buf=None, m=None, trace=None):
+        self.cond_estimate = self._read_estimate()
+        self.estimates = [self.cond_estimate]
+        bad = [i for i in self.used if not self._status(i)]
+        if bad:
+            self.method, self.reason = None, ""
+            which = ["the shifted", "the second", "the third"][bad[0]]
+            raise ConditionError(f"{which} Cholesky factorisation of shifted CholeskyQR3 broke down: A is too "
+                                 "ill-conditioned for it (κ(A) beyond about 1 / (u sqrt(11 m n)))")
+        if not self.cond_estimate <= ACCEPT:
+            self.method, self.reason = None, ""
+            raise ConditionError(f"after the shifted pass κ(Q1) is about {self.cond_estimate:.1e}, above "
+                                 f"{ACCEPT:.1e} (u^-1/2), where CholeskyQR2 on Q1 loses orthogonality: A is "
+                                 "too ill-conditioned for shifted CholeskyQR3")
+        self.method, self.reason = "shifted CholeskyQR3", "asked for"
+        return self.method
+
+
+class Chosen(_Passes):
+    """CholeskyQR2 or shifted CholeskyQR, chosen from the estimate κ_F of each pass's
+    unshifted Cholesky factor (the module's note): `enqueue` runs the first pass and
+    reads the estimate (one wait for the device), shifts while it is above `limit`
+    (at most `max_shifts` times), then enqueues CholeskyQR2 on the current Q. After
+    `settle`: method ("CholeskyQR2", "shifted CholeskyQR3", "shifted CholeskyQR4", ...),
+    reason (why), cond_estimate (κ_F of A's own factor, inf where its Cholesky broke
+    down), estimates (one per pass that estimated), shifts. Where CholeskyQR2 is
+    chosen, the trace holds CholeskyQR2's launches in its order (measure.phases reads
+    it); the Gram's copy, kept for a shift, and the estimate's two `column_squares`
+    launches are the only other device work (inside the timed span, off the trace)."""
+
+    def __init__(self, ctx, queue, cols, limit=LIMIT, max_shifts=MAX_SHIFTS, **options):
+        super().__init__(ctx, queue, cols, **options)
+        self.limit, self.max_shifts = float(limit), int(max_shifts)
+
+    def enqueue(self, buf, m, trace=None):
+        m = checked_rows_buffer(buf, m, self.C)
+        trace = [] if trace is None else trace
+        self._buffers(m)
+        self.method, self.used, self.shifts, self.estimates = None, [], 0, []
+        x, gs, i = buf, [], 0
+        while True:
+            g = self._g(i)
+            self.cq.enqueue_gram(x, m, g, trace)
+            cl.enqueue_copy(self.queue, self.Gs, g)                   # kept for a shift
+            self._factor(g, 0, self.cq.E, trace)
+            self._estimate(g, [])                                     # not CholeskyQR2's: off the trace
+            prior_ok = all(self._status(s) for s in self.used[:-1])
+            ok = self._status(0)
+            est = self._read_estimate() if ok else np.inf
+            self.estimates.append(est)
+            if not prior_ok:
+                raise ConditionError("a shifted Cholesky factorisation broke down: A is too ill-conditioned "
+                                     "for shifted CholeskyQR")
+            if est <= self.limit:
+                break
+            self.shifts += 1
+            if self.shifts > self.max_shifts:
+                raise ConditionError(f"the condition estimate is still {est:.1e} after {self.max_shifts} "
+                                     f"shifted passes, above {self.limit:.0e}: A is too ill-conditioned")
+            cl.enqueue_copy(self.queue, g, self.Gs)
+            self._shift(g, m, trace)
+            self.used = []
+            self._factor(g, 1, self.cq.E, trace)
+            gs.append(g)
+            out = self.X[i % 2]
+            self._q(x, m, out, trace)
+            x, i = out, i + 1
+        # CholeskyQR2 on x, its first factor already in g (with R^-T in E)
+        gs.append(g)
+        out = self.X[i % 2]
+        self._q(x, m, out, trace)
+        g2 = self._g(i + 1)
+        self.cq.enqueue_gram(out, m, g2, trace)
+        self.used = [0]
+        self._factor(g2, 2, None, trace)
+        gs.append(g2)
+        self._last = (out, g2)
+        self._product(gs, trace)
+
+    def settle(self, buf=None, m=None, trace=None):
+        if not all(self._status(s) for s in self.used):
+            self.method = None
+            raise ConditionError("the last Cholesky factorisation broke down: A is too ill-conditioned")
+        self.cond_estimate = self.estimates[0]
+        first = ("A's own Cholesky factorisation broke down" if not np.isfinite(self.cond_estimate)
+                 else f"κ(A) is about {self.cond_estimate:.1e}, above {self.limit:.0e}")
+        if self.shifts == 0:
+            self.method = "CholeskyQR2"
+            self.reason = f"κ(A) is about {self.cond_estimate:.1e}, at most {self.limit:.0e}"
+        else:
+            self.method = f"shifted CholeskyQR{2 + self.shifts}"
+            after = ", then ".join(f"{e:.1e}" for e in self.estimates[1:])
+            self.reason = (f"{first}; after {self.shifts} shifted "
+                           f"pass{'es' if self.shifts > 1 else ''} the estimate is {after}")
+        return self.method
+
+
+def portable(ctx, queue, cols, cls=Chosen, **options):
+    """cls on the register tiles that fit the device (measure.portable_shapes)."""
+    from .measure import portable_shapes
+    return cls(ctx, queue, cols, **{**portable_shapes(queue.device), **options})
