@@ -262,3 +262,38 @@ def draw_launches(trace, cols, band, title="CholeskyQR2: every launch of one fac
                    "dark: summed, light: summed zeros, white: skipped", fontsize=10)
     fig.tight_layout()
     return on_white(fig)
+
+
+CONDITIONING_STYLE = {"CholeskyQR": ("#b03a2e", "v", ":"), "CholeskyQR2": ("#d68910", "s", "--"),
+                      "shifted CholeskyQR3": ("#1f618d", "o", "-"), "chosen": ("#1e8449", "x", "-")}
+
+
+def draw_conditioning(rows, title, floor=1e-13, u=2.0 ** -53):
+    """||QᵀQ − I||_F against κ(A) for each method of `conditioned.family`'s rows, a
+    method that broke down or refused drawn as an open marker on the top edge; the
+    floor and κ² u (the one-pass loss the Gram matrix predicts) as guides."""
+    from .conditioned import METHODS
+    fig, ax = new_figure(height=4.2)
+    conds = np.array([r["cond"] for r in rows])
+    top = 10.0
+    ax.plot(conds, np.minimum(conds ** 2 * u, top), color="0.6", linewidth=1, label="κ² u")
+    ax.axhline(floor, color="0.3", linewidth=0.8, linestyle="-.", label=f"floor {floor:.0e}")
+    for i, name in enumerate(METHODS):
+        colour, marker, line = CONDITIONING_STYLE[name]
+        vals = np.array([np.nan if r.get(name) is None else max(r[name], 1e-17) for r in rows])
+        shift = 1.0 + 0.06 * (i - 1.5)           # nudged apart where methods agree
+        ax.plot(conds * shift, vals, color=colour, marker=marker, linestyle=line, markersize=5,
+                label="chosen (estimate)" if name == "chosen" else name)
+        broke = np.isnan(vals)
+        if broke.any():
+            ax.plot(conds[broke] * shift, np.full(broke.sum(), top), linestyle="none", marker=marker,
+                    markerfacecolor="none", color=colour, markersize=7)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_ylim(1e-17, top * 3)
+    ax.set_xlabel("κ(A), A = U diag(σ) Vᵀ")
+    ax.set_ylabel("‖QᵀQ − I‖_F")
+    ax.set_title(f"{title}\n(open markers at the top: broke down or refused)")
+    ax.legend(loc="center left", frameon=False)
+    fig.tight_layout()
+    return on_white(fig)

@@ -169,10 +169,15 @@ class _Passes:
         device), R_last its Cholesky factor; Q R = A to rounding."""
         if self.method is None:
             raise RuntimeError("nothing factored yet")
-        x, g = np.empty((self._m, self.C)), np.empty((self.C, self.C))
-        cl.enqueue_copy(self.queue, x, self._last[0])
+        g = np.empty((self.C, self.C))
         cl.enqueue_copy(self.queue, g, self._last[1])
-        return q_from_r(x, g)
+        return q_from_r(self.last_input(), g)
+
+    def last_input(self):
+        """The last pass's input X from the device (for CholeskyQR2, its first pass's Q1)."""
+        x = np.empty((self._m, self.C))
+        cl.enqueue_copy(self.queue, x, self._last[0])
+        return x
 
     # the pieces
     def _buffers(self, m):
