@@ -271,9 +271,10 @@ def hierarchy_levels(f, latency, bandwidth, local_gbs, h2d_gbs, arch=None, rotat
                 if level else "")
     mid_lat = mid_text if in_l2 else "not told apart\nin the latency curve"
     if spread:
-        lo, _ = l1_bounds(bandwidth, rotated)
+        # one L1's size where the sweeps show where the wrapped read's lead ends
+        lo, hi = l1_bounds(bandwidth, rotated)
         held = (f"at least {human_bytes(lo / f['compute_units'])} each\n(the two sweeps);\n"
-                if lo and f.get("compute_units") else "size not measured;\n")
+                if lo and hi and f.get("compute_units") else "size not measured;\n")
         caches = [("L1s: each compute unit\nre-reads its own part", held + reported,
                    f"{best['rate']:,.0f} GB/s\nat {human_bytes(best['bytes'])}", first),
                   ("L2: all compute units\nread the whole set", l2,
