@@ -188,3 +188,19 @@ def test_default_work_groups_fit_a_kernel_that_allows_32_work_items(cl_env, monk
     if gb.launch.device_max(device) >= 64:
         with pytest.raises(gb.LaunchError, match="exceeds this kernel's maximum"):
             sc.Population(ctx, queue, 300, shortcut=False, wg=64)
+
+
+@pytest.mark.parametrize("shortcut", [False, True])
+def test_population_ties_minus_zero_with_plus_zero(cl_env, shortcut):
+    """-0.0 and +0.0 are one score: tied, they go to the lower index. Rounded scores
+    (sc.make_population) hold both; Mesa's llvmpipe folded the kernel's old `x + 0.0f`
+    to `x` and sorted them apart (fitness off by 7e-4)."""
+    _, ctx, queue = cl_env
+    scores, labels = sc.make_population(8, 256)
+    zeros = scores == 0
+    assert np.signbit(scores[zeros]).any() and (~np.signbit(scores[zeros])).any()
+    got = sc.Population(ctx, queue, 256, shortcut, wg=32).fitness(scores, labels)
+    assert np.max(np.abs(got - sc.fitness_reference(scores, labels))) <= 1e-6
+    flipped = np.where(zeros, -scores, scores).astype(np.float32)   # every zero's sign swapped
+    assert np.array_equal(sc.Population(ctx, queue, 256, shortcut, wg=32).fitness(flipped, labels),
+                          got)

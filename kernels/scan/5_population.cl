@@ -18,7 +18,9 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void population(
     const size_t row = (size_t)get_group_id(0) * n;
     for (int i = lid; i < NP; i += WG) {
         if (i < n) {
-            uint u = as_uint(scores[row + i] + 0.0f);          // -0 becomes +0
+            // -0 becomes +0, in integers (Mesa's llvmpipe folds x + 0.0f to x)
+            uint u = as_uint(scores[row + i]);
+            u = (u << 1) ? u : 0u;
             u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);  // ascending as an integer
             keys[i] = ((ulong)(~u) << 32) | (uint)i;           // high scores first
         } else {
