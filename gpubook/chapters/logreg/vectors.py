@@ -98,30 +98,115 @@ def one_group_limits(j_records, fastest, largest, bound, others):
     return below, slower, swap
 
 
-def arithmetic_floor(iteration_ns, cycle_ns, J, K, lanes=None, sfus=None):
-    """The fastest build's iteration against the arithmetic one compute unit must do:
-    J*K multiply-adds twice over `lanes` FP32 lanes, and J exponentials and reciprocals
-    over `sfus` special-function units (data-sheet counts; None where not known). The two
-    kinds of unit issue side by side, so the floor is the longer of their two counts,
-    not their sum."""
+def arithmetic_floor(iteration_ns, cycle_ns, J, K, lanes=None, sfus=None, clock=None):
+    """Kind "cause": the fastest build's iteration against the arithmetic one compute
+    unit must do: J*K multiply-adds twice over `lanes` FP32 lanes (one multiply-add per
+    lane per clock), and J exponentials and reciprocals over `sfus` special-function
+    units (one each per unit per clock; data-sheet counts, None where not known). The
+    two kinds of unit issue side by side, so the floor is the longer of their two
+    counts, not their sum. `cycle_ns` is one cycle of the clock that `clock` names (a
+    few words for the sentence: the SM clock measured under load, or the device's
+    largest). If the arithmetic set the iteration's time, the floor would be most of
+    its cycles: the claim fails there."""
     cycles = iteration_ns / cycle_ns if cycle_ns and cycle_ns == cycle_ns else None
     fma = 2 * J * K / lanes if lanes else None
     sfu = 2 * J / sfus if sfus else None
     floor = max(fma, sfu) if fma and sfu else None
+    units = ("On this device a compute unit has {lanes:.0f} FP32 lanes and {sfus:.0f} "
+             "special-function units (NVIDIA's data sheet), each doing one operation per "
+             "clock: the multiply-adds take {fma:.0f} cycles on the lanes and the "
+             "exponentials and reciprocals {sfu:.0f} on the special-function units, which "
+             "run at the same time, so the arithmetic takes at least {floor:.0f} cycles, "
+             "the longer of the two. That is {share:.0%} of the {cycles:.0f} cycles of an "
+             "iteration" + (" at " + clock if clock else ""))
     return claim("vt_arithmetic_floor", "share < 0.5",
-                 "On this device a compute unit has {lanes:.0f} FP32 lanes and {sfus:.0f} "
-                 "special-function units (NVIDIA's data sheet): the multiply-adds take {fma:.0f} cycles "
-                 "on the lanes and the exponentials and reciprocals {sfu:.0f} on the special-function "
-                 "units, which run at the same time, so the arithmetic takes at least {floor:.0f} cycles, the longer "
-                 "of the two. That is {share:.0%} of the {cycles:.0f} cycles of an iteration: most of "
-                 "the iteration is spent on something other than this arithmetic",
-                 "On this device a compute unit has {lanes:.0f} FP32 lanes and {sfus:.0f} "
-                 "special-function units (NVIDIA's data sheet): the multiply-adds take {fma:.0f} cycles "
-                 "on the lanes and the exponentials and reciprocals {sfu:.0f} on the special-function "
-                 "units, which run at the same time, so the arithmetic takes at least {floor:.0f} cycles, the longer "
-                 "of the two. That is {share:.0%} of the {cycles:.0f} cycles of an iteration: most of it "
-                 "is arithmetic that one compute unit cannot do faster",
-                 missing="The book's table does not give this device's lanes per compute unit, or the "
-                         "device reports no clock, so the arithmetic is not counted in cycles",
+                 units + ": the arithmetic units do not set the pace, and most of the "
+                 "iteration is spent on something other than this arithmetic",
+                 units + ": most of it is arithmetic that one compute unit cannot do faster",
+                 missing="The book's table does not give this device's lanes per compute "
+                         "unit, or the device reports no clock, so the arithmetic is not "
+                         "counted in cycles",
+                 kind="cause",
                  lanes=lanes, sfus=sfus, fma=fma, sfu=sfu, floor=floor, cycles=cycles,
                  share=floor / cycles if floor and cycles else None)
+
+
+def clock_used(limits, cycle_ns_max):
+    """(ns per cycle, words naming the clock) for the page's cycle counts: chapter 0's
+    SM clock under load (`limits["sm_clock_ghz"]`) where it was measured, else the
+    device's largest clock (`cycle_ns_max`, NaN where none is reported: then None)."""
+    ghz = (limits or {}).get("sm_clock_ghz")
+    if ghz:
+        return 1 / ghz, f"the {ghz:.2f} GHz SM clock chapter 0 measured under load"
+    if cycle_ns_max and cycle_ns_max == cycle_ns_max:
+        return cycle_ns_max, (f"the {1 / cycle_ns_max:.2f} GHz the device reports as its "
+                              "largest clock (chapter 0 measured no clock under load here)")
+    return float("nan"), None
+
+
+def float4_counters(rows4, rows2, whose, J=2048, K=8, sizes=(1, 2, 4), big=1024):
+    """Chapter 4, kind "cause", from `whose` counters: (1) float4.cl against step 2's
+    work_items.cl (chapter 2's record, `rows2`), whose loop over the examples is step
+    3's, at N in `sizes` (one iteration per launch, where the reductions barely differ):
+    float4 cuts the instructions executed by less than 2 times, so the loads it shortens
+    are not most of the loop, while the time falls by more than a quarter beyond that:
+    it gains on waits, not on instructions; (2) at N = `big`, the full run, the
+    float4 kernel's largest stall is its tree's barriers, and its issue slots are less
+    than half busy."""
+    from .claims import counter_metrics, stall_share
+
+    f4 = {n: counter_metrics(rows4, "logreg/float4.cl", ITERS=1, J=J, K=K, N=n)
+          for n in sizes}
+    sc = {n: counter_metrics(rows2, "logreg/work_items.cl", ITERS=1, J=J, K=K, N=n)
+          for n in sizes}
+    have = all(f4.values()) and all(sc.values())
+    instr = [sc[n]["instructions"] / f4[n]["instructions"] for n in sizes] if have else None
+    gain = [sc[n]["opencl_s"] / f4[n]["opencl_s"] for n in sizes] if have else None
+    miss = ("Not settled from counters: {names} missing (" + str(whose) + " has no "
+            "trusted counters row of a kernel this claim reads)")
+    n_text = ", ".join(str(n) for n in sizes)
+    fewer = claim(
+        "vt_float4_waits_not_instructions", "instr_max < 2 and gain_min > 1.25 * instr_max",
+        "On " + str(whose) + "'s counters, against step 2's kernel, whose loop over the "
+        "examples is step 3's (one iteration per launch, $N$ = " + n_text + "), `float4` "
+        "executed at most {instr_max:.2f} times fewer instructions, far from 4: the loads "
+        "it shortens are a part of the loop. Yet it ran at least {gain_min:.2f} times "
+        "faster: fewer loads mean fewer waits, and that is most of the gain",
+        "On " + str(whose) + "'s counters, against step 2's kernel (one iteration per "
+        "launch, $N$ = " + n_text + "), `float4` executed up to {instr_max:.2f} times "
+        "fewer instructions and ran at least {gain_min:.2f} times faster: its gain is not "
+        "plainly in the waits",
+        missing=miss, glue=False, kind="cause",
+        instr_max=max(instr) if instr else None, gain_min=min(gain) if gain else None)
+    top = counter_metrics(rows4, "logreg/float4.cl", ITERS=50000, J=J, K=K, N=big)
+    stalls = (top or {}).get("stalls") or {}
+    barrier = stall_share(top, "barrier")
+    rounds = claim(
+        "vt_float4_barrier_bound", "barrier >= other_max and issue < 50",
+        "At $N$ = {big:.0f} (the full run) the `float4` kernel's largest stall is its "
+        "tree's barriers, {barrier:.0%} of the stall cycles, and its issue slots are "
+        "{issue:.0f}% busy: the rounds of the reduction, a barrier each, are its largest "
+        "wait, and it is not short of issue slots (its L1, which also serves local "
+        "memory, ran at {l1:.0f}% of its peak)",
+        "At $N$ = {big:.0f} the `float4` kernel's barriers hold {barrier:.0%} of the "
+        "stall cycles (the largest other reason {other_max:.0%}) and its issue slots are "
+        "{issue:.0f}% busy: the barriers are not plainly what holds it back",
+        missing=miss, glue=False, kind="cause", big=big, barrier=barrier,
+        other_max=max((v for k, v in stalls.items() if k != "barrier"), default=None),
+        issue=(top or {}).get("issue_pct"), l1=(top or {}).get("l1_pct"))
+    return fewer, rounds
+
+
+def float4_labels(rows4, rows2, J=2048, K=8, sizes=(1, 4), big=1024):
+    """(heading, label) of chapter 4's counters rows (both records' labels differ, so
+    one table can show {**rows2, **rows4})."""
+    from .claims import counter_label
+
+    out = []
+    for n in sizes:
+        out += [(f"step 2, N = {n}", counter_label(rows2, "logreg/work_items.cl", ITERS=1,
+                                                   J=J, K=K, N=n)),
+                (f"float4, N = {n}", counter_label(rows4, "logreg/float4.cl", ITERS=1,
+                                                   J=J, K=K, N=n))]
+    return out + [(f"float4, N = {big}, full run",
+                   counter_label(rows4, "logreg/float4.cl", ITERS=50000, J=J, K=K, N=big))]
