@@ -33,3 +33,28 @@ def test_the_portable_build_computes_the_chains_and_writes_zero_stamps(ctx_queue
 def test_cycles_at_the_measured_clock():
     c = clock.SMClock(ghz=1.755, low=1.75, high=1.76, groups=528, sms=132, loop_ns=1e6)
     assert c.cycles(1e-6) == pytest.approx(1755)
+
+
+def test_recorded_limits_give_the_recorded_clock(tmp_path):
+    import json
+
+    from gpubook.records import recorded_limits
+
+    for slug, clock_data in (("gpu-a", {"ghz": 1.9796, "low": 1.9793, "high": 1.9798,
+                                        "sms": 132, "groups": 528}), ("gpu-b", None)):
+        (tmp_path / slug).mkdir()
+        (tmp_path / slug / "00_device.json").write_text(json.dumps(
+            {"device": slug, "data": {"limits": {"copy_gbs": 3000.0},
+                                      "sm_clock": clock_data}}))
+    assert recorded_limits("gpu-a", tmp_path) == {"copy_gbs": 3000.0, "sm_clock_ghz": 1.9796}
+    assert recorded_limits("gpu-b", tmp_path)["sm_clock_ghz"] is None
+    assert recorded_limits("gpu-c", tmp_path) is None
+
+
+def test_fp32_lanes_where_the_architecture_is_known(ctx_queue):
+    _, queue = ctx_queue
+    lanes = clock.fp32_lanes(queue.device)
+    if "NVIDIA" not in queue.device.platform.name:
+        assert lanes is None
+    else:
+        assert lanes is None or lanes % queue.device.max_compute_units == 0
