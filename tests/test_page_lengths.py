@@ -1,4 +1,4 @@
-"""Issue 49's floors on the built site, measured by tools/page_lengths.py: every
+"""The floors of a short page on the built site, measured by tools/page_lengths.py: every
 main-line page at most 12,000 px high at 1,280 x 900 in Chromium, and each
 chapter's "Going further" page linked from its main line. The pages over the floor
 today are marked xfail(strict=True): one that gets short fails until its mark is
@@ -39,7 +39,7 @@ def floor_param(page):
     if page not in OVER_TODAY:
         return page
     return pytest.param(page, marks=pytest.mark.xfail(
-        strict=True, reason=f"{OVER_TODAY[page]:,} px on 2026-11-27: issue 49 cuts it"))
+        strict=True, reason=f"{OVER_TODAY[page]:,} px on 2026-11-27: to be cut to a main line and Going further"))
 
 
 @built

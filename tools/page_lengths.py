@@ -1,4 +1,5 @@
-"""How long each page of the built site is (issue 49, "Half the length").
+"""How long each page of the built site is, against the floors of a short page
+(GUIDE, "The page": a main line and a "Going further" page).
 
 Over the site that `make book` built (_build/html), for every page of _toc.yml:
 - its height in px, in headless Chromium at a 1,280 x 900 window;
