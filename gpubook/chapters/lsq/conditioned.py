@@ -29,8 +29,8 @@ def family(ctx, queue, m, n, kappas=KAPPAS, seed=7, **options):
     rows = []
     for cond in kappas:
         a = measure.conditioned(m, n, cond, seed)
-        row = {"cond": cond, "rows": m, "cols": n, "kappa2u": cond * cond * U, "predicted_q1": shifted.predicted_q1_condition(a),
-               "why": {}}
+        row = {"cond": cond, "rows": m, "cols": n, "kappa2u": cond * cond * U, "why": {},
+               "predicted_q1": shifted.predicted_q1_condition(a)}
         for name, cq in (("CholeskyQR2", plain), ("shifted CholeskyQR3", three), ("chosen", chosen)):
             try:
                 r = cq.r_factor(a)
@@ -115,7 +115,7 @@ def conditioning_claims(rows, where):
         refused=sum(r["shifted CholeskyQR3"] is None for r in beyond),
         top_rescue=max((r["cond"] for r in rescue), default=None),
         worst=max((r["shifted CholeskyQR3"] for r in rescue if r["shifted CholeskyQR3"] is not None),
-                  default=None)))
+                  default=0.0)))        # shown only where all of them held
     cols = rows[0]["cols"] if rows else None
     plain = [r for r in rows if r["cond"] * cols <= shifted.LIMIT]
     shift = [r for r in rows if r["kappa2u"] >= 1]
@@ -133,5 +133,5 @@ def conditioning_claims(rows, where):
         ok=sum(not _fails(r["chosen"]) for r in rows), n_plain=len(plain), n_shift=len(shift),
         plain=sum(r["chosen_method"] == "CholeskyQR2" for r in plain),
         shifted=sum(bool(r["chosen_method"]) and r["chosen_method"].startswith("shifted") for r in shift),
-        worst=max((r["chosen"] for r in rows if r["chosen"] is not None), default=None)))
+        worst=max((r["chosen"] for r in rows if r["chosen"] is not None), default=0.0)))
     return made

@@ -67,6 +67,15 @@ def predicted_q1_condition(a):
     return float(big / small)
 
 
+def product_flops(m, cols, shifts=1):
+    """The useful flops of the products over all m rows with `shifts` shifted passes
+    before CholeskyQR2 (measure.product_flops' count: m C (C + 1) for each Gram
+    triangle and each Q = X R^-1), and C (C + 1) (C + 2) / 3 for each R_i R product:
+    shifted CholeskyQR3 has five products over the rows where CholeskyQR2 has three."""
+    c, big = int(cols), 3 + 2 * int(shifts)
+    return big * m * c * (c + 1) + (1 + shifts) * c * (c + 1) * (c + 2) / 3
+
+
 # ---- NumPy float64 references ----------------------------------------------------
 
 def _chol(g):
@@ -180,6 +189,13 @@ class _Passes:
         return x
 
     # the pieces
+    def _rows(self, buf, m):
+        m = checked_rows_buffer(buf, m, self.C)
+        if m < self.C:
+            raise ValueError(f"A must have at least as many rows as columns ({self.C}), got {m} rows: "
+                             "its Gram matrix is singular")
+        return m
+
     def _buffers(self, m):
         if self._m != m:
             self.cq._buffers(m)
@@ -256,7 +272,7 @@ class Shifted3(_Passes):
     second pass's factor, the estimate of κ(Q1)."""
 
     def enqueue(self, buf, m, trace=None):
-        m = checked_rows_buffer(buf, m, self.C)
+        m = self._rows(buf, m)
         trace = [] if trace is None else trace
         self._buffers(m)
         self.method, self.used, self.shifts = None, [], 1
@@ -313,7 +329,7 @@ class Chosen(_Passes):
         self.limit, self.max_shifts = float(limit), int(max_shifts)
 
     def enqueue(self, buf, m, trace=None):
-        m = checked_rows_buffer(buf, m, self.C)
+        m = self._rows(buf, m)
         trace = [] if trace is None else trace
         self._buffers(m)
         self.method, self.used, self.shifts, self.estimates = None, [], 0, []
@@ -336,7 +352,7 @@ class Chosen(_Passes):
             self.shifts += 1
             if self.shifts > self.max_shifts:
                 raise ConditionError(f"the condition estimate is still {est:.1e} after {self.max_shifts} "
-                                     f"shifted passes, above {self.limit:.0e}: A is too ill-conditioned")
+                                     f"shifted pass(es), above {self.limit:.0e}: A is too ill-conditioned")
             cl.enqueue_copy(self.queue, g, self.Gs)
             self._shift(g, m, trace)
             self.used = []
