@@ -289,8 +289,8 @@ def _ratio(a, b):
 
 def loop_order_counters(rows, whose, iters=10, J=2048, K=8):
     """Chapter 1, kind "cause", from `whose` counters of the three kernels at ITERS =
-    `iters`: (1) a lone work-item is held by latency, not bandwidth: its L1, the one unit
-    one work-item could fill, stays under 10% of its peak and almost every stall cycle
+    `iters`: (1) a lone work-item is held by latency, not bandwidth: the L1 of its
+    compute unit stays under 10% of its peak and almost every stall cycle
     is a wait on a result (long and short scoreboard, fixed-latency `wait`); (2) the
     naive kernel mostly waits on loads (long scoreboard); (3) reordering does not cut
     the instructions executed (within 10%) while the time falls by more than a quarter
@@ -311,9 +311,9 @@ def loop_order_counters(rows, whose, iters=10, J=2048, K=8):
     latency = claim(
         "lo_latency_not_bandwidth", "l1_top < 10 and waits > 0.8",
         "On " + str(whose) + "'s counters (one launch of " + str(iters) + " iterations "
-        "each) the three kernels are held by latency, not bandwidth: the L1, the one "
-        "unit a lone work-item could fill, ran at most {l1_top:.1f}% of its peak (DRAM, "
-        "L2 and SM at most {top_other:.2f}%), and waits on a result were at least "
+        "each) the three kernels are held by latency, not bandwidth: the L1 of their "
+        "compute unit ran at most {l1_top:.1f}% of its peak (DRAM, L2 and SM at most "
+        "{top_other:.2f}%), and waits on a result were at least "
         "{waits:.0%} of every kernel's stall cycles",
         "On " + str(whose) + "'s counters the three kernels are not plainly held by "
         "latency: the L1 ran up to {l1_top:.1f}% of its peak, and waits on a result were "
