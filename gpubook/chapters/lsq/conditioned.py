@@ -135,3 +135,11 @@ def conditioning_claims(rows, where):
         shifted=sum(bool(r["chosen_method"]) and r["chosen_method"].startswith("shifted") for r in shift),
         worst=max((r["chosen"] for r in rows if r["chosen"] is not None), default=0.0)))
     return made
+
+
+def for_record(rows):
+    """`family`'s rows for the chapter's record (JSON): an infinite estimate (A's own
+    Cholesky broke down) as None."""
+    def clean(v):
+        return None if isinstance(v, float) and not np.isfinite(v) else v
+    return [{k: clean(v) for k, v in r.items()} for r in rows]
