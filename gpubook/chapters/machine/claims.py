@@ -380,9 +380,9 @@ def fma_clock_cause(fp32_gflops, ghz, lanes):
                  "flops at that clock give {model:,.0f} GFLOP/s, and the loop reached "
                  "{share:.1%} of it, more than 5% away: lanes × clock do not account for the "
                  "roof here",
-                 missing="The SM clock under load or the FP32 lanes are not known on this "
-                         "device (the line above says why), so the roof is not set against "
-                         "lanes × clock",
+                 missing="The SM clock under load (the line above says whether it was read) "
+                         "or this architecture's FP32 lanes are not known here, so the roof "
+                         "is not set against lanes × clock",
                  glue=False, kind="cause", fp32_gflops=fp32_gflops, ghz=ghz, lanes=lanes,
                  model=model, share=None if model is None else fp32_gflops / model)
 
