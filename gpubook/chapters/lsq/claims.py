@@ -192,7 +192,7 @@ def second_pass(runs):
 ROW_GROUP_COUNTED = "lsq/2_row_group.cl:includ_row_group[NMAX=40 WG=32]"
 _BLOCKED = "[FC=16 KC=512 NB=16 QL=4 RL=8 RPI=1 RT=64 TN=32 WGS=128]"
 COUNTED = [("step 1", "lsq/1_sequential.cl:includ_sequential"),
-           ("step 2, WG = 32, n ≤ 40", ROW_GROUP_COUNTED)] + [
+           ("step 2, WG = 32, n = 40", ROW_GROUP_COUNTED)] + [
     (name, f"lsq/3_blocked.cl:{name}{_BLOCKED}")
     for name in ("house_dots", "house_step", "trail_w", "trail_finish", "trail_update",
                  "column_ss")]
@@ -236,12 +236,12 @@ def row_group_chain(rows, whose, label=ROW_GROUP_COUNTED):
     m = _metrics(rows, label)
     stalls = m.get("stalls") or {}
     return claim("lsq_row_group_chain", "chain >= 0.5 and memory < 0.25 and dram < 10",
-                 "The {whose}'s counters of step 2 (one work-group of 32, rows of up to 40 "
-                 "columns) show the chain: {chain:.0%} of its stall cycles wait on the "
+                 "The {whose}'s counters of step 2 (one work-group of 32, rows of 40 columns)"
+                 " show the chain: {chain:.0%} of its stall cycles wait on the "
                  "instruction before (fixed latency or local memory), {memory:.0%} on "
                  "global memory, with DRAM at {dram:.0f}% of its peak",
-                 "The {whose}'s counters of step 2 (one work-group of 32, rows of up to 40 "
-                 "columns) do not show a chain of dependent steps: {chain:.0%} of its stall "
+                 "The {whose}'s counters of step 2 (one work-group of 32, rows of 40 columns)"
+                 " do not show a chain of dependent steps: {chain:.0%} of its stall "
                  "cycles wait on the instruction before, {memory:.0%} on global memory, DRAM "
                  "at {dram:.0f}% (the test: half or more, under a quarter, under 10%)",
                  "Step 2 has no trusted counters here ({names} missing)",

@@ -144,11 +144,11 @@ HS = "scan/wg_scan.cl+scan/1_hillis_steele.cl:fitness_hs[T=uint WG={wg}]"
 WE = "scan/wg_scan.cl+scan/2_work_efficient.cl:fitness_we[ITEMS=8 T=uint WG={wg}]"
 
 
-def counted(sizes):
-    """(heading, kernel label) pairs for gb.counters.table: steps 1 and 2 at each
-    work-group size, as the counters record name them."""
-    return ([(f"step 1, WG = {wg}", HS.format(wg=wg)) for wg in sizes]
-            + [(f"step 2, WG = {wg}", WE.format(wg=wg)) for wg in sizes])
+def counted(step1, step2):
+    """(heading, kernel label) pairs for gb.counters.table: step 1 at the work-group
+    sizes `step1` and step 2 at `step2`, as the counters record name them."""
+    return ([(f"step 1, WG = {wg}", HS.format(wg=wg)) for wg in step1]
+            + [(f"step 2, WG = {wg}", WE.format(wg=wg)) for wg in step2])
 
 
 def _trusted(rows, template):
