@@ -185,3 +185,14 @@ def test_the_claims_can_fail(family):
     assert _changed(family, 1e14, chosen=1e-9)["lsq_chosen_estimate"].held is False
     rows = [dict(r, CholeskyQR=None) for r in family.values()]
     assert cd.conditioning_claims(rows, "m × n")[0].held is None
+
+
+@pytest.mark.parametrize("cls", [sh.Chosen, sh.Shifted3])
+def test_on_the_fp64_tensor_core_kernels_emulated(fp64_env, cls):
+    """mma=True, as the GPU pass times it (the FP64 mma kernels, emulated on PoCL)."""
+    _, ctx, queue = fp64_env
+    cq = cls(ctx, queue, 40, mma=True, emulate=True)
+    a = lm.conditioned(700, 40, 1e10, seed=1)
+    found, r = lm.time_factor(cq, a, repeats=1)
+    assert found["method"] == "shifted CholeskyQR3"
+    assert orthogonality(cq.q()) <= 1e-13 and np.linalg.norm(cq.q() @ r - a) <= 1e-14 * np.linalg.norm(a)
