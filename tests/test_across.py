@@ -338,3 +338,41 @@ def test_machine_rows_give_the_measured_middle_level_of_latency(results):
     rows = {r[0]: r[1:] for r in ac.machine_rows(results)}
     col = rows["quantity"].index("NVIDIA H100 80GB HBM3")
     assert rows["latency's middle level (ns, working sets)"][col] == "143 (1 MiB to 16 MiB)"
+
+
+# ------------------------------------------------ the cause claim of the memory section
+def stream_inputs(results, a="nvidia-h200", b="nvidia-h100-80gb-hbm3"):
+    from gpubook.chapters.across import claims as acc
+
+    gain = {}
+    for file, key in (("03_device_reduction", "sum"), ("05_transpose", "iter"),
+                      ("07_scan", "scan")):
+        fa, fb = (ac.headline(ac.by_file(file), results[s])[1] for s in (a, b))
+        gain[key] = fa / fb
+    copy = ac.limits(results[a])["copy_gbs"] / ac.limits(results[b])["copy_gbs"]
+    return (acc.inflight(results[a]), acc.inflight(results[b]), copy,
+            gain["sum"], gain["iter"], gain["scan"])
+
+
+@pytest.mark.usefixtures("no_glue")
+def test_stream_keeps_share_holds_on_the_h200_and_h100_records(results):
+    from gpubook.chapters.across import claims as acc
+
+    c = acc.stream_keeps_share(*stream_inputs(results))
+    assert c.kind == "cause" and c.held is True, c.sentence
+    v = c.values
+    print(f"in flight {v['inflight_a']:.0f} > {v['inflight_b']:.0f} B; copy {v['copy_ratio']:.3f}x; "
+          f"iter {v['r_iter']:.3f}x, scan {v['r_scan']:.3f}x (in [1, copy)); sum {v['r_sum']:.3f}x")
+
+
+@pytest.mark.usefixtures("no_glue")
+def test_stream_keeps_share_can_fail(results):
+    from gpubook.chapters.across import claims as acc
+
+    ia, ib, copy, r_sum, r_iter, r_scan = stream_inputs(results)
+    assert acc.stream_keeps_share(ib, ia, copy, r_sum, r_iter, r_scan).held is False  # less in flight
+    assert acc.stream_keeps_share(ia, ib, copy, r_sum, 0.9, r_scan).held is False  # slower on the H200
+    assert acc.stream_keeps_share(ia, ib, copy, r_sum, copy, r_scan).held is False  # follows the memory
+    assert acc.stream_keeps_share(ia, ib, copy, r_iter, r_iter, r_scan).held is False  # sum no better
+    c = acc.stream_keeps_share(None, ib, copy, r_sum, r_iter, r_scan)
+    assert c.held is None and "no record of the machine chapter" in c.sentence
