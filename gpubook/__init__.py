@@ -7,7 +7,7 @@ plots and recorded results.
 from .device import (DeviceChoiceError, chapter_needs_fp64, check_work_group, choose_device, device_kind,
                      device_summary, has_fp64, list_devices, make_queue, open_device, pinned_empty,
                      require_fp64)
-from . import launch
+from . import counters, launch
 from .claims import claim
 from .host import host_baseline
 from .kernels import KernelBuildError, build, kernel, show_diff, show_kernel

@@ -11,7 +11,7 @@ from ...claims import claim
 from . import measure, shifted
 
 KAPPAS = (1e2, 1e4, 1e6, 1e8, 1e10, 1e12, 1e14)
-FLOOR = 1e-13         # ||QᵀQ − I||_F of a Q orthonormal to rounding: about 450 u, issue 47's floor
+FLOOR = 1e-13         # ||QᵀQ − I||_F of a Q orthonormal to rounding: about 450 u, the floor the chapter asks of a QR
 U = shifted.U
 CLEAN, BROKEN = 1e-2, 1e2      # κ² u at most CLEAN: the Gram matrix keeps its smallest eigenvalue;
                                # at least BROKEN: its rounding swamps it a hundred times over
