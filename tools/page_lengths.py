@@ -13,6 +13,8 @@ main line. The table ends with the totals of the main line of chapters 0-10 (the
 pages under notebooks/).
 
     .venv/bin/python tools/page_lengths.py [--csv book/data/page_lengths.csv]
+    .venv/bin/python tools/page_lengths.py --site SCRATCH   (a copy of the book whose
+        _toc.yml lists only the pages at hand, built with jupyter-book build SCRATCH)
 """
 import argparse
 import csv
@@ -123,9 +125,9 @@ def totals(rows):
             "minutes": round(sum(r["minutes"] for r in main), 1)}
 
 
-def table(html_dir=HTML, with_height=True, jobs=2):
-    captions = toc_captions()
-    pages = toc_files()
+def table(html_dir=HTML, with_height=True, jobs=2, toc_path=None):
+    captions = toc_captions(toc_path)
+    pages = toc_files() if toc_path is None else list(captions)
     with ThreadPoolExecutor(jobs) as pool:
         rows = list(pool.map(lambda p: measure(p, html_dir, captions.get(p), with_height), pages))
     return rows
@@ -139,13 +141,18 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--csv", help="write the table and its totals to this CSV file")
     parser.add_argument("--no-height", action="store_true", help="skip Chromium (no heights)")
+    parser.add_argument("--site", type=pathlib.Path,
+                        help="a scratch book (its _toc.yml and _build/html) instead of this one: "
+                             "measure a few pages without building the whole book")
     args = parser.parse_args(argv)
-    if not (HTML / "index.html").exists():
-        sys.exit("no built site in _build/html: run `make book` first")
+    html_dir, toc_path = (HTML, None) if args.site is None else \
+        (args.site / "_build" / "html", args.site / "_toc.yml")
+    if not (html_dir / "index.html").exists():
+        sys.exit(f"no built site in {html_dir}: run `make book` (or jupyter-book build) first")
     with_height = not args.no_height
     if with_height and find_chromium() is None:
         sys.exit("no Chromium installed: pass --no-height for the words and figures only")
-    rows = table(with_height=with_height)
+    rows = table(html_dir, with_height=with_height, toc_path=toc_path)
     rows.append(totals(rows))
     widths = [max(len(str(r[f])) for r in rows + [dict(zip(FIELDS, FIELDS))]) for f in FIELDS]
     for r in [dict(zip(FIELDS, FIELDS))] + rows:
