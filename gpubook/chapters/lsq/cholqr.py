@@ -176,7 +176,22 @@ class DeviceCholesky:
         return ev
 
 
-class CholeskyQR2:
+class Factors:
+    """The calls a factorisation with enqueue, settle and r gives: R of a device buffer's
+    rows, or of a host array (CholeskyQR2 here, the shifted passes of shifted.py)."""
+
+    def factor_buffer(self, buf, m, trace=None):
+        """R of the m rows in buf (overwritten only where the factorisation says so)."""
+        self.enqueue(buf, m, trace)
+        self.settle(buf, m, trace)
+        return self.r()
+
+    def r_factor(self, a):
+        a = checked(a, self.C)
+        return self.factor_buffer(self.upload(a), len(a))
+
+
+class CholeskyQR2(Factors):
     """R of an m x `cols` float64 matrix by CholeskyQR2 on the device, with
     TSQR where it is too ill-conditioned. band: the columns of each launch of
     the triangular products (Q1 = A R1^-1 and R2 R1), which skip the zero
@@ -352,16 +367,6 @@ class CholeskyQR2:
         out = np.empty((self.C, self.C))
         cl.enqueue_copy(self.queue, out, self.R)
         return np.triu(out)
-
-    def factor_buffer(self, buf, m, trace=None):
-        """R of the m rows in buf (overwritten only when it falls back to TSQR)."""
-        self.enqueue(buf, m, trace)
-        self.settle(buf, m, trace)
-        return self.r()
-
-    def r_factor(self, a):
-        a = checked(a, self.C)
-        return self.factor_buffer(self.upload(a), len(a))
 
     def least_squares(self, x, y):
         """(X's triangle, Q'y, residual sum of squares) of the fit of y on x;

@@ -133,7 +133,7 @@ def reference_chosen(a, limit=LIMIT, max_shifts=MAX_SHIFTS):
 
 # ---- the device ---------------------------------------------------------------------
 
-class _Passes:
+class _Passes(cholqr.Factors):
     """CholeskyQR passes on the device, built from a CholeskyQR2's pieces (`cq`)."""
 
     def __init__(self, ctx, queue, cols, **options):
@@ -163,15 +163,6 @@ class _Passes:
         out = np.empty((self.C, self.C))
         cl.enqueue_copy(self.queue, out, self._r)
         return np.triu(out)
-
-    def factor_buffer(self, buf, m, trace=None):
-        self.enqueue(buf, m, trace)
-        self.settle(buf, m, trace)
-        return self.r()
-
-    def r_factor(self, a):
-        a = checked(a, self.C)
-        return self.factor_buffer(self.upload(a), len(a))
 
     def q(self):
         """Q = X R_last^-1 on the host, float64: X the last pass's input (read from the
