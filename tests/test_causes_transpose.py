@@ -1,16 +1,18 @@
 """Chapter 5's causes read from hardware counters, evaluated on the reference records
-(the H100's and the H200's counters): the naive transpose's cost sits in the L2, the
+(the H100's counters, which the H200's page shows too): the naive transpose's cost sits in the L2, the
 scores kernel over transposed X streams from device memory, and the gradient with one
 work-item per feature waits for its loads with memory idle."""
 import copy
 import json
+from types import SimpleNamespace
 
 import pytest
 
+from gpubook import counters as gc
 from gpubook.chapters.transpose import claims as tc
 from gpubook.paths import RESULTS
 
-H100, H200 = "nvidia-h100-80gb-hbm3", "nvidia-h200"
+H100 = "nvidia-h100-80gb-hbm3"
 KP = 296
 CAUSES = (tc.naive_l2_cause, tc.cols_stream_cause, tc.feature_latency_cause)
 
@@ -29,13 +31,13 @@ def test_the_causes_hold_on_the_h100(cause):
     print(c.name, c.values)
 
 
-def test_on_the_h200():
-    # the H200's scores_cols row is a launch of 28 µs (occupancy 12%), not a stream
-    rows, whose = counters(H200)
-    held = {f.__name__: f(rows, whose, KP).held for f in CAUSES}
-    print(held)
-    assert held == {"naive_l2_cause": True, "cols_stream_cause": False,
-                    "feature_latency_cause": True}
+def test_the_h200_page_falls_back_to_the_h100s_counters():
+    # the H200 has no counters of its own for this chapter (its first ones, of 2026-11-27,
+    # came from a replay tool that kept no launch sizes, and were dropped): its page
+    # shows the H100's, says whose they are, and the claims read those
+    device = SimpleNamespace(name="NVIDIA H200", platform=SimpleNamespace(name="NVIDIA CUDA"))
+    whose, rows, why = gc.stored("05_transpose", device)
+    assert rows and "H100" in whose and why
 
 
 def test_the_table_names_every_kernel():
