@@ -108,7 +108,7 @@ def test_chapter1_claims_hold_on_the_records(slug):
 
 
 def test_chapter1_exercise_holds_on_the_stored_outputs():
-    g, _ = stored("01_loop_order")
+    g, _ = stored("01_going_further")
     c, share = lc.more_examples(g["ex_naive_growth"], g["ex_merged_growth"], 8)
     held(c)
     assert share["merged"] > share["naive"]
