@@ -79,7 +79,7 @@ def test_chapter8_without_nvidia_libraries_says_so_in_words():
 
 
 def test_chapter8_exercises_hold_on_the_stored_outputs():
-    text = printed("08_1_qr_updates") + "\n" + printed("08_2_subsets")
+    text = printed("08_going_further")
     rates = {int(a): number(b) for a, b in re.findall(r"WG = +(\d+): +([\d,]+) rows/s", text)}
     all_hold(lsq.row_group_exercise(rates))
     d = data("nvidia-h200", "08_lsq")
