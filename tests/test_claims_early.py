@@ -126,7 +126,7 @@ def test_chapter2_claims_hold_on_the_records(slug):
 
 
 def test_chapter2_exercises_hold_on_the_stored_outputs():
-    g, text = stored("02_work_items")
+    g, text = stored("02_going_further")
     best = dict(re.findall(r"K = (\d+): best N = (\d+)", text))
     held(lc.wider_rows(float(best["8"]), float(best["16"])))
     held(lc.serial_sum_growth(g["ex_growth"], 16, g["ex_big"]))
@@ -155,7 +155,7 @@ def test_chapter3_claims_hold_on_the_records(slug):
 
 
 def test_chapter3_exercises_hold_on_the_stored_outputs():
-    _, text = stored("03_reduction")
+    _, text = stored("03_going_further")
     wg = {int(a): float(b.replace(",", "")) for a, b in re.findall(r"WG = (\d+): \d+ passes, ([\d,.]+) GB/s", text)}
     held(rc.smaller_groups(wg[64], wg[256], 64, 256, 0.98))
     launch = rec("nvidia-h200", "00_device")["limits"]["launch_us"]
@@ -211,7 +211,7 @@ def test_chapter1_cpu_claims_hold_on_the_records(slug):
 
 
 def test_chapter2_fixed_cost_holds_on_the_stored_outputs():
-    g, _ = stored("02_work_items")
+    g, _ = stored("02_going_further")
     held(lc.fixed_cost(g["c_share"], g["rest_share"]))
     held(lc.warp_rows(g["ex_1_ns"], g["ex_warp_ns"], g["warp_n"]))
 
