@@ -210,3 +210,46 @@ def float4_labels(rows4, rows2, J=2048, K=8, sizes=(1, 4), big=1024):
                                                    J=J, K=K, N=n))]
     return out + [(f"float4, N = {big}, full run",
                    counter_label(rows4, "logreg/float4.cl", ITERS=50000, J=J, K=K, N=big))]
+
+
+STEP4, STEP3 = "float4 + tree (step 4)", "tree reduction (step 3)"
+
+
+def float4_sweep(trainer, device, counts):
+    """Step 4's sweep over the work-group sizes `counts`, with step 3's tree measured again
+    from 16 work-items up in the same run (median of three runs a point, every run's
+    weights checked). Both pages of chapter 4 call it. Returns sweep_work_items' records."""
+    from .measure import sweep_work_items
+
+    records = sweep_work_items(trainer, device, {STEP4: ("float4", {})}, counts)
+    return records + sweep_work_items(trainer, device, {STEP3: ("tree", {})},
+                                      [n for n in counts if n >= 16])
+
+
+def tuning_variants(device, J):
+    """fast.cl's reductions this device can run: {label: (step, defines of N)}."""
+    from .training import fast_defines, has_warp_shuffle
+
+    variants = {"local memory, radix 16":
+                ("fast", lambda n: fast_defines(device, J, n, shuffle=False))}
+    if has_warp_shuffle(device):
+        variants["warp shuffle"] = ("fast", lambda n: fast_defines(device, J, n, shuffle=True))
+    return variants
+
+
+def tune(trainer, device, counts):
+    """The tuning sweep of fast.cl: every power of two from 32 up (or all a small device
+    runs) that fits, with each reduction the device can run, median of five runs a point.
+    Both pages of chapter 4 call it. Returns (records, fastest record, its build options)."""
+    from .measure import sweep_work_items
+    from .training import fits
+
+    prob = trainer.prob
+    variants = tuning_variants(device, prob.J)
+    tuning, least = [], min(32, max(counts))
+    for label, (step, defines) in variants.items():
+        sizes = [n for n in counts
+                 if n >= least and fits(device, step, prob.J, prob.K, n, **defines(n))]
+        tuning += sweep_work_items(trainer, device, {label: (step, defines)}, sizes, repeats=5)
+    fast = max(tuning, key=lambda r: r["rate"])
+    return tuning, fast, variants[fast["variant"]][1](fast["work_items"])
