@@ -195,7 +195,7 @@ def test_repository_button_opens_and_links_to_the_repository(tmp_path):
 
 @pytest.mark.skipif(find_chromium() is None, reason="no Chromium installed (.ci/run installs Debian's chromium)")
 def test_an_exercise_solution_opens_on_a_click(tmp_path):
-    """Chapter 3's first exercise in Chromium: its solution (code, output and answer,
+    """Chapter 3's first exercise (on its Going-further page) in Chromium: its solution (code, output and answer,
     one folded cell) is hidden under a toggle after the 'Exercises' heading, and a
     click on the toggle shows it."""
     script = SHOWN + """window.addEventListener('load', () => {
@@ -210,7 +210,7 @@ def test_an_exercise_solution_opens_on_a_click(tmp_path):
       setTimeout(() => document.body.setAttribute('data-toggle', JSON.stringify({
         section: !!section, toggle: !!box, before: before.some(Boolean), after: box.open && seen(code)})), 500);
     });"""
-    state = probe_page(HTML / "notebooks" / "03_reduction.html", script, "data-toggle", tmp_path)
+    state = probe_page(HTML / "notebooks" / "03_going_further.html", script, "data-toggle", tmp_path)
     assert state["section"] and state["toggle"], f"no exercise with a toggled solution: {state}"
     assert not state["before"] and state["after"], f"the solution did not open on a click: {state}"
 
