@@ -105,7 +105,7 @@ def test_chapter7_claims_hold_on_the_records(slug):
 
 
 def test_chapter7_exercises_hold_on_the_stored_outputs():
-    text = printed("07_scan")
+    text = printed("07_going_further")
     items = {int(a): number(b) / 1e3 for a, b in re.findall(r"ITEMS= ?(\d+): +([\d.]+) ms", text)}
     wg = int(re.search(r"ITEMS= 2: +[\d.]+ ms, [\d.]+ billion labels/s, [\d,]+ blocks of ([\d,]+) labels",
                        text).group(1).replace(",", "")) // 2
