@@ -144,7 +144,7 @@ def test_chapter5_claims_hold_on_the_records(slug):
 
 
 def test_chapter5_exercises_hold_on_the_stored_outputs():
-    text = printed("05_transpose")
+    text = printed("05_going_further")  # the exercises live on the Going-further page
     copy = data("nvidia-h200", "00_device")["limits"]["copy_gbs"]
     rates = {int(a): number(b) for a, b in table_after(text, "| work-group size | scores over transposed X")}
     all_hold(*tr.group_size_exercise(rates, copy))
