@@ -48,3 +48,27 @@ def sweep(queue, steps, dev, host, sizes, repeats):
         host.sum()
         times.append(time.perf_counter() - t0)
     return records, _stats(times)
+
+
+def unroll_times(ctx, queue, dev, n, repeats, unrolls=(1, 2, 4, 8)):
+    """Step 5 built with each UNROLL of `unrolls`, summing n floats of `dev`:
+    {unroll: Timing}. UNROLL=1 keeps the float4 loads and the unrolled tree but not
+    the unrolled loop."""
+    from .steps import DeviceSum
+
+    times = {}
+    for unroll in unrolls:
+        kernel = DeviceSum(ctx, queue, "5_unrolled", unroll=unroll)
+        times[unroll] = _time_events(lambda: kernel.enqueue(dev.data, n), repeats=repeats)
+    return times
+
+
+def unroll_rows(step4_s, times, gb_read, copy_gbs, fmt):
+    """The table of step 4 against step 5 at each UNROLL: time, GB/s read and the
+    share of the copy bandwidth (`gb_read` GB read by one sum)."""
+    rows = [["kernel", "time (ms)", "GB/s read", "% of copy bandwidth"]]
+    for name, t in [("4_multi (float)", step4_s)] + [
+            (f"5_unrolled, UNROLL={u}", timing.median) for u, timing in times.items()]:
+        rows.append([name, f"{t * 1e3:.3f}", fmt.format(gb_read / t),
+                     f"{gb_read / t / copy_gbs:.0%}"])
+    return rows
