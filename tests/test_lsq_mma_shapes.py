@@ -1,6 +1,6 @@
 """Part 8.3's table of the FP64 tensor-core product kernel before (m8n8k4) and after
-(the device's shape), run from the notebook's own cell with stubs for what only
-NVIDIA's OpenCL provides: the rows it builds, and the one line elsewhere."""
+(the device's shape), on chapter 8's Going-further page, run from the notebook's own
+cell with stubs for what only NVIDIA's OpenCL provides: the rows it builds, and the one line elsewhere."""
 import pathlib
 from types import SimpleNamespace
 
@@ -10,7 +10,7 @@ import pytest
 from gpubook import dmma
 from gpubook.chapters.lsq import cholqr
 
-NB = pathlib.Path(__file__).resolve().parent.parent / "notebooks" / "08_3_cholqr2.ipynb"
+NB = pathlib.Path(__file__).resolve().parent.parent / "notebooks" / "08_going_further.ipynb"
 
 
 def cell_source():
