@@ -49,18 +49,18 @@ def device_sum(gbs2, gbs5, copy_gbs, step3, unroll_gain, need_cu, resident, vs_v
     inflight = {"float": None if resident is None else 4 * resident,
                 "float4": None if resident is None else 16 * resident}
     out.append(claim("red_float_thin", "float_bytes < 1.25 * need_cu",
-                     "with one `float` load each that is " + str(human_bytes(inflight["float"] or 0))
+                     "with one float load each that is " + str(human_bytes(inflight["float"] or 0))
                      + " in flight, {times:.2f} times what memory needs: no room for a compute unit "
                      "that is not full",
-                     "with one `float` load each that is " + str(human_bytes(inflight["float"] or 0))
+                     "with one float load each that is " + str(human_bytes(inflight["float"] or 0))
                      + " in flight, {times:.2f} times what memory needs: room to spare",
                      missing="Little's law is not recorded for this device (the machine chapter)",
                      float_bytes=inflight["float"], need_cu=need_cu,
                      times=inflight["float"] / need_cu if inflight["float"] and need_cu else None))
     out.append(claim("red_float4_covers", "float4_bytes >= need_cu",
-                     "with one `float4` load each " + str(human_bytes(inflight["float4"] or 0))
+                     "with one float4 load each " + str(human_bytes(inflight["float4"] or 0))
                      + ", {times:.1f} times what memory needs",
-                     "with one `float4` load each " + str(human_bytes(inflight["float4"] or 0))
+                     "with one float4 load each " + str(human_bytes(inflight["float4"] or 0))
                      + ", still short ({times:.2f} times what memory needs)",
                      missing="Little's law is not recorded for this device (the machine chapter)",
                      float4_bytes=inflight["float4"], need_cu=need_cu,
@@ -140,9 +140,9 @@ def short_falls(short_rates, full_rates):
 def flattening(rate_max, rate_quarter, n_max):
     """The training half: the tree's rate at the largest group against a quarter of it."""
     return claim("tree_flattens", "rate_max / rate_quarter < 1.5",
-                 "at large groups the curve rises only slowly: from $N$ = {n_quarter:,.0f} to {n_max:,.0f}, "
+                 "at large groups the curve rises only slowly: from N = {n_quarter:,.0f} to {n_max:,.0f}, "
                  "four times the work-items, the rate rose {ratio:.2f}×",
-                 "at large groups the curve still rises: from $N$ = {n_quarter:,.0f} to {n_max:,.0f} the "
+                 "at large groups the curve still rises: from N = {n_quarter:,.0f} to {n_max:,.0f} the "
                  "rate rose {ratio:.2f}×",
                  rate_max=rate_max, rate_quarter=rate_quarter, n_max=n_max, n_quarter=n_max / 4,
                  ratio=rate_max / rate_quarter if rate_quarter else None)
