@@ -38,7 +38,7 @@ def test_chapter6_gemm_without_cublas_says_so():
 
 
 def test_chapter6_exercises_hold_on_the_stored_outputs():
-    text = printed("06_1_covariance")
+    text = printed("06_going_further")  # the exercises and the sweep's resource table
     t = {int(a): number(b) / 1e3 for a, b in re.findall(r"T = +(\d+): +([\d.,]+) ms", text)}
     all_hold(*cov.tile_side(t, 32))
     blocks = {int(a): number(b) / 1e3 for a, b in re.findall(r"(\d) x \d per work-item: ([\d.]+) ms", text)}

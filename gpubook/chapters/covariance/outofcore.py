@@ -18,7 +18,7 @@ import numpy as np
 import pyopencl as cl
 
 from ...device import pinned_empty
-from ...stream import (_queues, blocks, check_features, check_host_rows, mean_offsets,
+from ...stream import (_queues, blocks, check_features, check_host_rows, mean_offsets, stream_bytes,
                       undefined_columns)
 from ...xtx import COL_PAD, ROW_PAD, SUM_ROWS, launch_centre, launch_col_sums, launch_finish, launch_tiles, round_up
 
@@ -155,3 +155,20 @@ class TilePairs:
         if j1 != j2:
             out[j2:j2 + w2, j1:j1 + w1] = out[j1:j1 + w1, j2:j2 + w2].T
         self.host_s += time.perf_counter() - t0
+
+
+REPEAT = 4  # the in-core data this many times over: the same covariance, an exact check
+
+
+def repeated(ctx, queue, x, repeat=REPEAT):
+    """`x` `repeat` times over, row blocks one after another, in pinned host memory."""
+    big = pinned_empty(ctx, queue, (repeat * x.shape[0], x.shape[1]), x.dtype)
+    for r in range(repeat):
+        big[r * x.shape[0]:(r + 1) * x.shape[0]] = x
+    return big
+
+
+def stream_budget(scale, n):
+    """The device-memory budget that step 5 streams through: 2 GiB at full scale,
+    blocks of 1,024 rows at small scale."""
+    return 2 * 2**30 if scale == "full" else stream_bytes(n, 1024)
