@@ -46,7 +46,7 @@ def test_chapter0_claims_hold_on_the_records(slug):
 
 
 def test_chapter0_exercises_hold_on_the_stored_outputs():
-    g, _ = stored("00_device")
+    g, _ = stored("00_going_further")   # the exercises run on the Going-further page
     per_item = little("nvidia-h200")["per_item_bytes"]
     held(*mc.float2_exercise(g["ex_f2_over_f"], g["ex_f4_over_f2"], per_item))
     need = little("nvidia-h200")["per_cu_bytes"]
