@@ -34,7 +34,9 @@ book: venv
 # the stored ones. The other notebooks run with the device's own limits.
 # Tests run in TEST_WORKERS processes (pytest-xdist; a notebook's cells stay together on one
 # worker, --dist loadscope): most of a first run is PoCL compiling kernels, one core each.
-SMALL_DEVICE_NOTEBOOKS := $(addprefix notebooks/,03_reduction.ipynb 04_vector_types.ipynb 05_transpose.ipynb 06_1_covariance.ipynb 06_2_out_of_core.ipynb 06_3_tensor_cores.ipynb 07_scan.ipynb 08_1_qr_updates.ipynb 08_2_subsets.ipynb 08_3_cholqr2.ipynb 10_multi_gpu.ipynb 10_going_further.ipynb)
+SMALL_DEVICE_NOTEBOOKS := $(addprefix notebooks/,03_reduction.ipynb 04_vector_types.ipynb 05_transpose.ipynb 06_1_covariance.ipynb 06_2_out_of_core.ipynb 06_3_tensor_cores.ipynb 07_scan.ipynb 08_1_qr_updates.ipynb 08_2_subsets.ipynb 08_3_cholqr2.ipynb 10_multi_gpu.ipynb \
+	03_going_further.ipynb 04_going_further.ipynb 05_going_further.ipynb 06_going_further.ipynb 07_going_further.ipynb \
+	08_going_further.ipynb 10_going_further.ipynb)
 TEST_WORKERS ?= 2
 PYTEST := $(VPY) -m pytest -p no:cacheprovider -n $(TEST_WORKERS) --dist loadscope
 test: venv

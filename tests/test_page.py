@@ -9,6 +9,10 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+# a chapter's "Going further" page holds its depth: it opens with a link back to the main
+# line instead of the idea's figure, and the main line says what to remember
+MAIN_LINES = [p for p in CHAPTERS if not p.stem.endswith("_going_further")]
+GOING_FURTHER = [p for p in CHAPTERS if p.stem.endswith("_going_further")]
 HIDDEN = {"hide-input", "remove-input", "remove-cell", "hide-cell"}
 MAX_COLUMNS = 88
 
@@ -37,7 +41,7 @@ def test_the_first_cell_is_the_title_with_a_one_line_way_to_run_it(path):
     assert len(note) < 300 and "Running this page yourself" not in first.source
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", MAIN_LINES, ids=lambda p: p.stem)
 def test_a_figure_comes_before_any_visible_code(path):
     for cell in cells(path):
         if visible_code(cell):
@@ -81,7 +85,15 @@ def test_exercise_answers_fold_with_their_solutions(path):
             f"{path.name}: the solution in cell {i} gives no folded answer"
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", GOING_FURTHER, ids=lambda p: p.stem)
+def test_a_going_further_page_opens_with_a_link_to_its_main_line(path):
+    chapter = path.stem.split("_")[0]
+    opening = " ".join(c.source for c in cells(path)[:2] if c.cell_type == "markdown")
+    assert re.search(rf"(\]\(|<){chapter}_\w+(\.ipynb)?[)>#]", opening), \
+        f"{path.name}: its opening does not link to chapter {chapter}'s main line"
+
+
+@pytest.mark.parametrize("path", MAIN_LINES, ids=lambda p: p.stem)
 def test_every_chapter_ends_with_what_to_remember(path):
     found = [c for c in cells(path) if c.cell_type == "markdown" and "## What to remember" in c.source]
     assert found, f"{path.name} has no 'What to remember'"
