@@ -4,4 +4,4 @@ from .lanes import (devices, specs, describe, Lane, Work, in_threads, check_rows
 from .covariance import (stream_blocks, tapered, Covariance, h2d_together, fill_repeated, best_tile, resource_rows,
                          recorded_scaling)  # noqa: F401
 from .subsets import subset_problem, Subsets  # noqa: F401
-from . import cluster, covariance, figures, lanes, store, subsets, sums  # noqa: F401
+from . import cluster, covariance, figures, lanes, pages, store, subsets, sums  # noqa: F401
