@@ -9,8 +9,8 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-# a chapter's "Going further" page holds its depth: it opens with a link back to the main
-# line instead of the idea's figure, and the main line says what to remember
+# a chapter's "Going further" page holds its depth: it opens with a link back to its main
+# line (and, as every page, a figure before any code), and the main line says what to remember
 MAIN_LINES = [p for p in CHAPTERS if not p.stem.endswith("_going_further")]
 GOING_FURTHER = [p for p in CHAPTERS if p.stem.endswith("_going_further")]
 HIDDEN = {"hide-input", "remove-input", "remove-cell", "hide-cell"}
@@ -41,7 +41,7 @@ def test_the_first_cell_is_the_title_with_a_one_line_way_to_run_it(path):
     assert len(note) < 300 and "Running this page yourself" not in first.source
 
 
-@pytest.mark.parametrize("path", MAIN_LINES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_a_figure_comes_before_any_visible_code(path):
     for cell in cells(path):
         if visible_code(cell):

@@ -329,8 +329,7 @@ def test_page_is_not_too_long(page, tmp_path_factory):
 
 
 @needs_chromium
-@pytest.mark.parametrize("page", [p for p in CHAPTER_PAGES if not p.endswith("_going_further")])
+@pytest.mark.parametrize("page", CHAPTER_PAGES)
 def test_first_screen_shows_a_figure_before_any_code(page, tmp_path_factory):
-    # (a chapter's Going further page opens with a link to its main line: tests/test_page.py)
     m = measured(page, tmp_path_factory)
     assert m["figure_first"], f"{page}: visible code before the first figure: {m['first_code']!r}"
