@@ -45,6 +45,20 @@ def test_cycle_length_finds_a_chain_that_never_returns():
         machine.cycle_length(nxt, 0)
 
 
+def test_a_device_that_stops_loops_early_walks_in_launches_of_its_cap(dev):
+    """Mesa's llvmpipe stops loops after 65,535 iterations: the walk goes in launches of
+    at most the cap, each going on where the last stopped, and ends where the chain says."""
+    device, ctx, queue = dev
+    walker = machine.ChainWalker(ctx, queue, machine.make_chain(32 * machine.LINE, seed=5))
+    walker.cap = 1000
+    events = walker.launch(2500)
+    assert len(events) == 3
+    assert walker.where() == walker.chain.after(2500)
+    assert machine.probes.span_seconds(events) > 0
+    walker.cap = None
+    assert len(walker.launch(2500)) == 1 and walker.where() == walker.chain.after(5000)
+
+
 def test_pointer_chase_ends_where_the_chain_says(dev):
     device, ctx, queue = dev
     walker = machine.ChainWalker(ctx, queue, machine.make_chain(32 * machine.LINE, seed=5))

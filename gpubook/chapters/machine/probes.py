@@ -27,7 +27,13 @@ from ...limits import bytes_in_flight, recorded_read_gbs  # noqa: F401 (Little's
 from ...peaks import datasheet_value
 from ...records import load_results, device_slug
 from ...scale import scale as device_scale
-from ...timing import event_seconds, stats, time_events
+from ...loopcap import loop_cap
+from ...timing import stats, time_events
+
+
+def span_seconds(events):
+    """Device time from the first event's start to the last one's end."""
+    return (events[-1].profile.end - events[0].profile.start) * 1e-9
 
 LINE = 128             # bytes between two links of a chain: one cache line of a GPU's L2
 CHAPTER = "00_machine"
@@ -98,10 +104,20 @@ class ChainWalker:
         self.next = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=chain.next)
         self.pos = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=chain.order[:1].copy())
         self.kern = kernel(ctx, "machine/chase.cl", "chase")
+        # a device that stops loops early (Mesa's llvmpipe) walks in launches of at most
+        # its cap: the chain goes on where each launch stopped, so the walk is the same
+        self.cap = loop_cap(queue.device, ctx)
 
     def launch(self, steps):
+        """Enqueue `steps` steps of the walk: one launch, or launches of at most the
+        device's loop cap; their events (a step's time is their span)."""
         self.walked += steps
-        return self.kern(self.queue, (1,), (1,), self.next, self.pos, np.uint32(steps))
+        events = []
+        while steps > 0 or not events:
+            n = steps if self.cap is None else min(steps, self.cap)
+            events.append(self.kern(self.queue, (1,), (1,), self.next, self.pos, np.uint32(n)))
+            steps -= n
+        return events
 
     def where(self):
         got = np.empty(1, np.uint32)
@@ -123,18 +139,18 @@ def chase_ns(ctx, queue, nbytes, target_s, warm_steps, repeats=5, seed=0, probe=
     so that one launch of s steps takes about `target_s` seconds. `warm_steps`
     first walk the chain, so that a working set that fits a cache is in it."""
     walker = ChainWalker(ctx, queue, make_chain(nbytes, seed))
-    walker.launch(min(warm_steps, len(walker.chain.order))).wait()
+    walker.launch(min(warm_steps, len(walker.chain.order)))[-1].wait()
     per_step = time_events(lambda: walker.launch(probe), repeats=1, warmup=0).median / probe
     steps = min(2**22, max(probe, pow2_floor(target_s / max(per_step, 1e-12))))
     for _ in range(3):  # where the difference drowns in noise (a busy CPU), walk longer
         extra, whole = [], []
         for _ in range(repeats):  # s and 2s steps in turn, so that drift hits both alike
             one = walker.launch(steps)
-            one.wait()
+            one[-1].wait()
             two = walker.launch(2 * steps)
-            two.wait()
-            extra.append(event_seconds(two) - event_seconds(one))
-            whole.append(event_seconds(two) / 2)
+            two[-1].wait()
+            extra.append(span_seconds(two) - span_seconds(one))
+            whole.append(span_seconds(two) / 2)
         if stats(extra).median > 0 or steps >= 2**22:
             break
         steps = min(2**22, 4 * steps)
