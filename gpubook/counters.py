@@ -178,6 +178,14 @@ def summary(metrics, stalls=4):
     return out
 
 
+def trusted_metrics(row):
+    """A record's counters row's metrics where its replay is trusted (no `why_not`, and
+    metrics taken), else None: the one test the pages' claims read counters through."""
+    if not row or row.get("why_not") or "metrics" not in row:
+        return None
+    return row["metrics"]
+
+
 def trusted(entry):
     """Why a profiled replay says nothing about the OpenCL kernel, or None when
     it does (its time within TOLERANCE of the OpenCL time, its output equal)."""

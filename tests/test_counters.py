@@ -233,3 +233,10 @@ def test_replays_batch_short_kernels_and_time_long_ones_a_few_times():
     batch, repeats = replay.plan(0.02)
     assert batch == 1 and replay.MIN_REPEATS <= repeats <= replay.REPEATS
     assert batch * repeats * 0.02 <= replay.TIME_BUDGET_S
+
+
+def test_trusted_metrics_are_those_of_a_trusted_row_only():
+    from gpubook.counters import trusted_metrics
+    assert trusted_metrics({"metrics": {"sm_pct": 50.0}}) == {"sm_pct": 50.0}
+    assert trusted_metrics({"metrics": {"sm_pct": 50.0}, "why_not": "differs"}) is None
+    assert trusted_metrics({"why_not": None}) is None and trusted_metrics(None) is None

@@ -1,6 +1,7 @@
 """Chapters 1, 2 and 4: the causes read from hardware counters, as claims
 (gpubook.claims); chapter 1's and 2's claims module re-exports them."""
 from ...claims import claim
+from ...counters import trusted_metrics
 
 # --- causes read from hardware counters (gpubook.counters) ---------------------------
 # `rows` is a chapter record's `counters` section ({kernel label: row}), `whose` the
@@ -29,9 +30,8 @@ def counter_metrics(rows, path, **defines):
     """The metrics of that row, with its OpenCL time as `opencl_s`, where the row is
     trusted (its replay within 10% of the OpenCL time, its output equal); else None."""
     row = rows.get(counter_label(rows, path, **defines))
-    if not row or row.get("why_not") or "metrics" not in row:
-        return None
-    return {**row["metrics"], "opencl_s": row.get("opencl_s")}
+    metrics = trusted_metrics(row)
+    return None if metrics is None else {**metrics, "opencl_s": row.get("opencl_s")}
 
 
 def stall_share(metrics, reason):

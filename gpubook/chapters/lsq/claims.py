@@ -3,6 +3,7 @@ the comparisons with cuSOLVER in words where no NVIDIA library ran (never NaN)."
 import re
 
 from ...claims import claim
+from ...counters import trusted_metrics
 from ...records import device_slug, load_results
 
 NO_VENDOR = "no NVIDIA library could be measured on this device"
@@ -200,8 +201,7 @@ COUNTED = [("step 1", "lsq/1_sequential.cl:includ_sequential"),
 
 def _metrics(rows, label):
     """A kernel's counters where its replay is trusted (gpubook.counters), else {}."""
-    row = (rows or {}).get(label) or {}
-    return {} if row.get("why_not") else row.get("metrics") or {}
+    return trusted_metrics((rows or {}).get(label)) or {}
 
 
 def house_step_work(by_width):

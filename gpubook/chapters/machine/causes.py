@@ -2,6 +2,7 @@
 roof against the SM clock, the L1's size from two sweeps, and what the counters of
 the pointer chase, the read plateau and stride 1 show. The claims module re-exports them."""
 from ...claims import claim
+from ...counters import trusted_metrics
 from ...curves import human_bytes
 
 
@@ -12,9 +13,8 @@ def _kib(n):
 # --- causes: experiments and counters that could show another cause
 def _metric(row, key):
     """A trusted counter row's metric, or None (no row, or a row with a why_not)."""
-    if not row or row.get("why_not") or "metrics" not in row:
-        return None
-    return row["metrics"].get(key)
+    metrics = trusted_metrics(row)
+    return None if metrics is None else metrics.get(key)
 
 
 def fma_clock_cause(fp32_gflops, ghz, lanes):

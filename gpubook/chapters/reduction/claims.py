@@ -1,5 +1,6 @@
 """The sentences chapter 3 says about its measurements, as claims (gpubook.claims)."""
 from ...claims import claim
+from ...counters import trusted_metrics
 from ...curves import human_bytes
 
 
@@ -246,7 +247,7 @@ def bandwidth_cause(gbs4, gbs5, read_gbs, unroll_s):
 
 # ------------------------------------------------------------- causes from counters
 def _trusted(row):
-    return row if row and not row.get("why_not") and "metrics" in row else None
+    return row if trusted_metrics(row) is not None else None
 
 
 def warp_rounds(wg, warp, sequential):

@@ -3,6 +3,7 @@ Each function takes what the run measured; the records' lists work as they are."
 import re
 
 from ...claims import claim
+from ...counters import trusted_metrics
 
 
 def _said(name, relation, held, failed, missing, **values):
@@ -156,7 +157,7 @@ def _trusted(rows, template):
     out = {}
     for label, row in (rows or {}).items():
         m = re.fullmatch(r"(\d+)".join(map(re.escape, template.split("{wg}"))), label)
-        if m and not row.get("why_not") and "metrics" in row:
+        if m and trusted_metrics(row) is not None:
             out[int(m.group(1))] = row["metrics"]
     return out
 

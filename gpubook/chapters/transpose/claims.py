@@ -1,5 +1,6 @@
 """The sentences chapter 5 says about its measurements, as claims (gpubook.claims)."""
 from ...claims import claim
+from ...counters import trusted_metrics
 
 
 def _said(name, relation, held, failed, missing, **values):
@@ -161,8 +162,7 @@ def counted(kp, *variants):
 
 def _metrics(rows, label):
     """A kernel's counters where its replay is trusted (gpubook.counters), else None."""
-    row = (rows or {}).get(label) or {}
-    return None if row.get("why_not") or "metrics" not in row else row["metrics"]
+    return trusted_metrics((rows or {}).get(label))
 
 
 def naive_l2_cause(rows, whose, kp):
