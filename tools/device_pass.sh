@@ -49,10 +49,14 @@ fi
 # LANES=N (a host of N GPUs): chapter 0 first on the first GPU (the other chapters read its
 # records), then the other notebooks split into N lanes by tools/lanes.py, each lane on its
 # own GPU (CUDA_VISIBLE_DEVICES), its notebooks one after another. Logs: $OUT/lane_<i>.log.
+# Chapter 10 uses every GPU of the host: its notebooks run after the lanes, with all in view.
 flag=--record-only; [ "$mode" = reference ] && flag=--reference
 if [ "${LANES:-1}" -gt 1 ]; then
-  first=(); rest=()
-  for nb in "$@"; do case "$(basename "$nb")" in 00_*) first+=("$nb");; *) rest+=("$nb");; esac; done
+  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+  first=(); rest=(); last=()
+  for nb in "$@"; do
+    case "$(basename "$nb")" in 00_*) first+=("$nb");; 10_*) last+=("$nb");; *) rest+=("$nb");; esac
+  done
   for nb in "${first[@]}"; do
     s=$(date +%s); CUDA_VISIBLE_DEVICES=0 PYOPENCL_CTX=0 GPUBOOK_SCALE=full timeout $left \
       python3 tools/run_notebooks.py $flag "$nb"; echo "$nb rc=$? $(( $(date +%s)-s )) s"
@@ -71,8 +75,13 @@ if [ "${LANES:-1}" -gt 1 ]; then
           python3 tools/run_notebooks.py $flag "$nb"; echo "$nb rc=$? $(( $(date +%s)-s )) s (GPU $i)"
       done ) > "$OUT/lane_$i.log" 2>&1 &
     i=$((i+1))
-  done < <(python3 tools/lanes.py "$LANES" "${rest[@]}")
-  wait; cat "$OUT"/lane_*.log | grep ' rc='
+  done < <([ ${#rest[@]} -eq 0 ] || python3 tools/lanes.py "$LANES" "${rest[@]}")
+  wait; cat "$OUT"/lane_*.log 2>/dev/null | grep ' rc='
+  for nb in "${last[@]}"; do
+    s=$(date +%s); left=$(( lim - ($(date +%s)-t0) ))
+    PYOPENCL_CTX=0 GPUBOOK_SCALE=full timeout $left python3 tools/run_notebooks.py $flag "$nb"
+    echo "$nb rc=$? $(( $(date +%s)-s )) s (all GPUs)"
+  done
   tar czf "$OUT/$tag.tgz" results "$@"
   echo "total $(( $(date +%s)-t0 )) s"
   exit 0

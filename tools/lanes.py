@@ -7,8 +7,7 @@ a session has 30 minutes of device time. On a host of N GPUs each lane runs on i
 GPU (CUDA_VISIBLE_DEVICES, tools/device_pass.sh with LANES=N), so the pass takes about
 the longest lane. The parts of one chapter (06_1, 06_2, 06_3) share one record, which
 each part reads and rewrites: they stay in one lane, in order. Each notebook weighs what
-its stored outputs took (nbclient's execution stamps of the last reference run), or
-WITHOUT_STAMPS_S; the chapters go longest first to the lane that ends soonest.
+its code cells took when last run (nbclient's execution stamps); the chapters go longest first to the lane that ends soonest.
 """
 import datetime
 import pathlib
@@ -16,18 +15,26 @@ import sys
 
 import nbformat
 
-WITHOUT_STAMPS_S = 120.0
+UNSTAMPED_CELL_S = 5.0
 
 
 def seconds(path):
-    """What the notebook's stored run took: first cell started to last cell done."""
-    stamps = []
+    """What the notebook's stored run took: the sum of its code cells' run times, each from
+    nbclient's execution stamps, or UNSTAMPED_CELL_S for a code cell without them (a page
+    made of cells copied from other runs holds stamps of several days, so their span would
+    not say)."""
+    total = 0.0
     for cell in nbformat.read(str(path), as_version=4).cells:
+        if cell.cell_type != "code":
+            continue
         run = cell.get("metadata", {}).get("execution", {})
-        for key in ("iopub.execute_input", "shell.execute_reply"):
-            if key in run:
-                stamps.append(datetime.datetime.fromisoformat(run[key].replace("Z", "+00:00")))
-    return (max(stamps) - min(stamps)).total_seconds() if len(stamps) > 1 else WITHOUT_STAMPS_S
+        if "iopub.execute_input" in run and "shell.execute_reply" in run:
+            start, end = (datetime.datetime.fromisoformat(run[k].replace("Z", "+00:00"))
+                          for k in ("iopub.execute_input", "shell.execute_reply"))
+            total += max((end - start).total_seconds(), 0.0)
+        else:
+            total += UNSTAMPED_CELL_S
+    return total
 
 
 def chapter(path):
