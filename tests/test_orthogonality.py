@@ -120,6 +120,11 @@ def test_claims_over_every_method():
     c = claims.orthogonal_q("lsq_orthogonality_test", {"a": 1e-15, "b": 0.2}, "m × n")
     assert c.held is False and "b reaches 2.0e-01" in c.sentence
     assert claims.orthogonal_q("lsq_orthogonality_test", {"a": None}, "m × n").held is None
+    # the vendor's Q is shown beside, not held to the floor (cuSOLVER's reached 3.0e-13 on an H200)
+    c = claims.orthogonal_q("lsq_orthogonality_test", {"a": 1e-15, "cuSOLVER QR": 3e-13}, "m × n")
+    assert c.held is True and c.values["methods"] == 1 and "cuSOLVER QR, for comparison, 3.0e-13" in c.sentence
+    c = claims.orthogonal_q("lsq_orthogonality_test", {"a": 2e-13, "cuSOLVER QR": 3e-14}, "m × n")
+    assert c.held is False and c.values["worst_name"] == "a"
     assert claims.second_pass({1e9: ("TSQR", None, 1e-8)}).held is None
     assert claims.second_pass({1e6: ("CholeskyQR2", 1e-5, 1e-9)}).held is False
 

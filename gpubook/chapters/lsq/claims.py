@@ -157,18 +157,24 @@ def host_enqueue(set_s, bound_s, launches, idle_set_s, idle_bound_s):
 
 
 def orthogonal_q(name, values, where, floor=1e-13):
-    """Part 8.3: every method's ||QᵀQ − I||_F (gpubook.orthogonality) at most `floor`
-    on the matrices `where` names ("the 25,000 × 5,001 matrix"); values {method:
-    value, None where it did not run}."""
-    ran = {k: v for k, v in values.items() if v is not None}
+    """Part 8.3: every method of the book keeps ||QᵀQ − I||_F (gpubook.orthogonality) at
+    most `floor` on the matrices `where` names ("the 25,000 × 5,001 matrix"); values
+    {method: value, None where it did not run}. A method named "cuSOLVER …" is the
+    vendor's, shown for comparison and not held to the floor: its Householder Q of a
+    25,000 × 5,000 matrix reached 3.0e-13 on an H200 (2026-11-28)."""
+    ran = {k: v for k, v in values.items() if v is not None and not k.startswith("cuSOLVER")}
+    vendor = {k: v for k, v in values.items() if v is not None and k.startswith("cuSOLVER")}
     worst = max(ran, key=ran.get) if ran else None
+    beside = "".join(f"; {k}, for comparison, {v:.1e}" for k, v in vendor.items())
     return _said(name, "worst <= floor",
-                 "Every method here ({methods:.0f}) keeps ‖QᵀQ − I‖_F at or below {floor:.0e} on {where}; "
-                 "the worst, {worst_name}, at {worst:.1e}: each Q is orthonormal to rounding",
-                 "Not every method keeps ‖QᵀQ − I‖_F at or below {floor:.0e} on {where}: "
-                 "{worst_name} reaches {worst:.1e}",
+                 "Every method of the book here ({methods:.0f}) keeps ‖QᵀQ − I‖_F at or below "
+                 "{floor:.0e} on {where}; the worst, {worst_name}, at {worst:.1e}: each Q is "
+                 "orthonormal to rounding{beside}",
+                 "Not every method of the book keeps ‖QᵀQ − I‖_F at or below {floor:.0e} on "
+                 "{where}: {worst_name} reaches {worst:.1e}{beside}",
                  "No method's Q was measured here",
-                 worst=ran.get(worst), worst_name=worst, floor=floor, methods=len(ran), where=where)
+                 worst=ran.get(worst), worst_name=worst, floor=floor, methods=len(ran), where=where,
+                 beside=beside)
 
 
 def second_pass(runs):
