@@ -1,8 +1,14 @@
 """Recorded measurements: results/<device>/<chapter>.json."""
+import contextlib
 import datetime
 import json
 import os
 import re
+
+try:
+    import fcntl
+except ImportError:  # Windows: no other page records at the same time there
+    fcntl = None
 
 from .paths import RESULTS
 from .resources import recorded_resources
@@ -66,19 +72,42 @@ def record(chapter, device, scale, data, root=None, force=False, claims=True, pa
     used = recorded_resources(device)  # what each kernel built on this device uses, where it says
     if used:
         entry["resources"] = _jsonable(used)
-    old = json.loads(path.read_text()) if path.exists() else {}
+    with _locked(path):   # the pages of one chapter may run at once, on two GPUs of a host
+        old = json.loads(path.read_text()) if path.exists() else {}
+        _merge_into(entry, old, part)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(entry, indent=1) + "\n")
+        os.replace(tmp, path)     # a page reading the record never sees it half written
+    return path
+
+
+@contextlib.contextmanager
+def _locked(path):
+    """Hold an exclusive lock on `path`'s lock file (where the system has fcntl)."""
+    if fcntl is None:
+        yield
+        return
+    with open(path.with_name(f".{path.name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _merge_into(entry, old, part):
+    """What a new record keeps of the old one: a profiling run's counters, and with
+    `part`, the other parts' keys and claims at the same scale."""
     if "counters" in old:  # a profiling run's rows (tools/counters.py), dated each: kept
         entry["counters"] = old["counters"]
     if part is not None:
-        if old.get("scale") == scale:  # another scale's parts are not this run's
+        if old.get("scale") == entry["scale"]:  # another scale's parts are not this run's
             kept = dict(old.get("data", {}))
             if "claims" in kept:          # this part's earlier claims go: the code may no longer make them
                 kept["claims"] = {k: c for k, c in kept["claims"].items() if c.get("part") != str(part)}
             entry["data"] = _merged(kept, entry["data"])
             entry["resources"] = _merged(old.get("resources", {}), entry.get("resources", {}))
         entry["data"].setdefault("parts", {})[str(part)] = entry["date"]
-    path.write_text(json.dumps(entry, indent=1) + "\n")
-    return path
 
 
 def display_name(name):

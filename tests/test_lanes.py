@@ -16,14 +16,22 @@ def weight(path):
     return WEIGHTS[pathlib.Path(path).stem]
 
 
-def test_parts_of_a_chapter_share_a_lane_in_order():
+def test_every_notebook_runs_once_in_its_order():
+    """The pages of one chapter may share a lane or not (gpubook.records locks the
+    record they share); each lane keeps the notebooks' order."""
     paths = [f"notebooks/{k}.ipynb" for k in WEIGHTS]
     for n in (1, 2, 3, 4):
         got = lanes.lanes(paths, n, weight)
         assert sorted(p for lane in got for p in lane) == sorted(paths)
-        for lane in got:
-            parts = [p for p in lane if "/06_" in p]
-            assert parts in ([], sorted(parts)) and len(parts) in (0, 3)
+        assert all(lane == sorted(lane) for lane in got)
+
+
+def test_measured_seconds_outweigh_the_stamps(tmp_path):
+    table = tmp_path / "seconds.csv"
+    table.write_text("notebook,seconds,device,host,date\n08_3_c,224,H200,4 GPUs,2026-11-28\n")
+    assert lanes.measured(table) == {"08_3_c": 224.0}
+    assert lanes.weight_of("notebooks/08_3_c.ipynb", lanes.measured(table)) == 224.0
+    assert lanes.measured(tmp_path / "none.csv") == {}
 
 
 def test_two_lanes_balance_the_time():

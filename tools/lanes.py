@@ -2,13 +2,16 @@
 
     python3 tools/lanes.py N NB...      prints N lines, each the notebooks of one lane
 
-A reference pass of chapters 0-8 takes about 17 minutes on one H100, one after another;
-a session has 30 minutes of device time. On a host of N GPUs each lane runs on its own
-GPU (CUDA_VISIBLE_DEVICES, tools/device_pass.sh with LANES=N), so the pass takes about
-the longest lane. The parts of one chapter (06_1, 06_2, 06_3) share one record, which
-each part reads and rewrites: they stay in one lane, in order. Each notebook weighs what
-its code cells took when last run (nbclient's execution stamps); the chapters go longest first to the lane that ends soonest.
+A pass of chapters 0-8 with their Going-further pages took 2,040 s of notebook time on
+an H200 (2026-11-28, book/data/notebook_seconds.csv); a session has 30 minutes of device
+time and 10 minutes a call. On a host of N GPUs each lane runs on its own GPU
+(CUDA_VISIBLE_DEVICES, tools/device_pass.sh with LANES=N), so the pass takes about the
+longest lane. Each notebook is its own item: the pages of one chapter share a record,
+which gpubook.records writes under a lock, so they may run at once on two GPUs. A
+notebook weighs its measured seconds in that file, else what its code cells took when
+last run (nbclient's execution stamps); the longest go first to the lane that ends soonest.
 """
+import csv
 import datetime
 import pathlib
 import sys
@@ -16,6 +19,7 @@ import sys
 import nbformat
 
 UNSTAMPED_CELL_S = 5.0
+MEASURED = pathlib.Path(__file__).resolve().parent.parent / "book" / "data" / "notebook_seconds.csv"
 
 
 def seconds(path):
@@ -37,23 +41,33 @@ def seconds(path):
     return total
 
 
-def chapter(path):
-    return pathlib.Path(path).name[:2]
+def measured(table=MEASURED):
+    """{notebook stem: seconds} of the last pass, where the table exists."""
+    if not table.exists():
+        return {}
+    with open(table, newline="") as f:
+        return {row["notebook"]: float(row["seconds"]) for row in csv.DictReader(f)}
 
 
-def lanes(paths, n, weight=seconds):
-    """`n` lists of the notebooks (each chapter's parts together, in their order), balanced
-    by weight: longest chapter first to the lightest lane."""
+def weight_of(path, table=None):
+    """A notebook's measured seconds, else its stamps' sum."""
+    table = measured() if table is None else table
+    return table.get(pathlib.Path(path).stem) or seconds(path)
+
+
+def lanes(paths, n, weight=None):
+    """`n` lists of the notebooks, balanced by weight: longest first to the lightest lane;
+    each lane in the notebooks' order."""
     if n < 1:
         raise ValueError(f"lanes need at least one GPU, not {n}")
-    groups = {}
-    for p in paths:
-        groups.setdefault(chapter(p), []).append(p)
+    if weight is None:
+        table = measured()
+        weight = lambda p: weight_of(p, table)  # noqa: E731
     load = [[0.0, []] for _ in range(n)]
-    for parts in sorted(groups.values(), key=lambda ps: -sum(weight(p) for p in ps)):
+    for p in sorted(paths, key=lambda p: -weight(p)):
         lane = min(load, key=lambda lane: lane[0])
-        lane[0] += sum(weight(p) for p in parts)
-        lane[1].extend(parts)
+        lane[0] += weight(p)
+        lane[1].append(p)
     return [sorted(notebooks) for _, notebooks in load]
 
 
