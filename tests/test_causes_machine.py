@@ -61,9 +61,11 @@ def test_l1_size_can_fail_and_is_missing_without_the_rotated_sweep():
     wrapped = [dict(r, rate=r["rate"] if r["bytes"] <= 2**22 else 1.2 * rot["rate"])
                for r, rot in zip(d["bandwidth_curve"], d["rotated_curve"])]
     assert mc.l1_size_cause(wrapped, d["rotated_curve"], d["facts"]).held is False
-    h200 = rec("nvidia-h200", "00_machine")     # recorded before the rotated sweep
-    c = mc.l1_size_cause(h200["bandwidth_curve"], h200.get("rotated_curve"), h200["facts"])
+    # a record made before the rotated sweep existed (the H200's of 2026-11-25) has none
+    c = mc.l1_size_cause(d["bandwidth_curve"], None, d["facts"])
     assert c.held is None and "not measured" in c.sentence
+    h200 = rec("nvidia-h200", "00_machine")     # recorded with it on 2026-11-28
+    assert mc.l1_size_cause(h200["bandwidth_curve"], h200["rotated_curve"], h200["facts"]).held is True
 
 
 def test_counter_claims_hold_on_the_h100():

@@ -122,9 +122,14 @@ def test_claims_over_every_method():
     assert claims.orthogonal_q("lsq_orthogonality_test", {"a": None}, "m × n").held is None
     # the vendor's Q is shown beside, not held to the floor (cuSOLVER's reached 3.0e-13 on an H200)
     c = claims.orthogonal_q("lsq_orthogonality_test", {"a": 1e-15, "cuSOLVER QR": 3e-13}, "m × n")
-    assert c.held is True and c.values["methods"] == 1 and "cuSOLVER QR, for comparison, 3.0e-13" in c.sentence
+    assert c.held is True and c.values["methods"] == 1
+    assert "for comparison, not held to it: cuSOLVER QR 3.0e-13" in c.sentence
     c = claims.orthogonal_q("lsq_orthogonality_test", {"a": 2e-13, "cuSOLVER QR": 3e-14}, "m × n")
     assert c.held is False and c.values["worst_name"] == "a"
+    # part 8.3 names step 5's implicit Q (A R⁻¹ from a Householder R) beside cuSOLVER's
+    c = claims.orthogonal_q("lsq_orthogonality_test", {"step 5": 1.1e-13, "cq2": 7e-14}, "m × n",
+                            beside={"step 5"})
+    assert c.held is True and c.values["worst_name"] == "cq2" and "step 5 1.1e-13" in c.sentence
     assert claims.second_pass({1e9: ("TSQR", None, 1e-8)}).held is None
     assert claims.second_pass({1e6: ("CholeskyQR2", 1e-5, 1e-9)}).held is False
 
