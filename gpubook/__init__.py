@@ -4,6 +4,16 @@ Chapters import from here so that the notebooks stay about ideas:
 device choice, kernel building, event timing and sweeps, problem scale,
 plots and recorded results.
 """
+import warnings as _warnings
+
+import pyopencl as _cl
+
+# PyOpenCL warns, with no detail, that a build left a log unless PYOPENCL_COMPILER_OUTPUT=1
+# is set; NVIDIA's compiler leaves one on success for pyopencl.array's own reductions and
+# for the probes, and the warning stood in the stored pages. With that variable set, the
+# logs themselves still show.
+_warnings.filterwarnings("ignore", message="Non-empty compiler output encountered",
+                         category=_cl.CompilerWarning)
 from .device import (DeviceChoiceError, chapter_needs_fp64, check_work_group, choose_device, device_kind,
                      device_summary, has_fp64, list_devices, make_queue, open_device, pinned_empty,
                      require_fp64)

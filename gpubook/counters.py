@@ -275,6 +275,16 @@ def _cell(key, value):
     return f"{value:.0f}"
 
 
+def folded(rows_table, title=None):
+    """A table of `table` in a dropdown (gpubook.show.folded): the counters support a
+    step's cause, which its claim states on the page."""
+    from .show import folded as fold, markdown_table
+
+    kernels = len(rows_table) - 1
+    return fold(markdown_table(rows_table),
+                title or f"The counters, kernel by kernel ({kernels} kernel{'s' * (kernels != 1)})")
+
+
 def table(rows, labels):
     """Rows for gb.markdown_table: one per label (a kernel label, or a
     (heading, label) pair), its counters where its replay is trusted, else the

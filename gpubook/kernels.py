@@ -150,6 +150,9 @@ def kernel_diff(old, new, context=3):
     return "\n".join(difflib.unified_diff(a, b, f"kernels/{old}", f"kernels/{new}", n=context, lineterm=""))
 
 
+FOLD_DIFF_LINES = 40  # a longer diff is mostly a rewrite: it folds (show_diff)
+
+
 def show_diff(old, new, context=3):
     """Display what changed from one step's kernel to the next, as a highlighted
     diff (the page shows the change first; the whole kernel follows, collapsed)."""
@@ -161,5 +164,12 @@ def show_diff(old, new, context=3):
     if not text:
         return Markdown(f"`kernels/{new}` is the same source as `kernels/{old}`: the step changes only "
                         "its build options or launch.")
-    text = "\n".join(fit(text.split("\n"), prefix="+- "))
-    return Markdown(f"What changed from `kernels/{old}` to `kernels/{new}`:\n\n```diff\n{text}\n```")
+    lines = fit(text.split("\n"), prefix="+- ")
+    text = "\n".join(lines)
+    lead = f"What changed from `kernels/{old}` to `kernels/{new}`"
+    if len(lines) > FOLD_DIFF_LINES:   # a rewrite more than a change: the page says so, folded
+        added = sum(ln.startswith("+") and not ln.startswith("+++") for ln in lines)
+        removed = sum(ln.startswith("-") and not ln.startswith("---") for ln in lines)
+        return Markdown(f"{lead}: {added} lines in, {removed} out, folded below.\n\n"
+                        f":::{{dropdown}} The diff, {len(lines)} lines\n\n```diff\n{text}\n```\n\n:::\n")
+    return Markdown(f"{lead}:\n\n```diff\n{text}\n```")

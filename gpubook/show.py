@@ -16,6 +16,16 @@ def markdown_table(rows, header=True):
     return Markdown("\n".join(lines))
 
 
+def folded(body, title):
+    """Markdown (a Markdown object or text) in a dropdown the reader opens: a table or
+    a listing that supports the page's point without being it. The page's own
+    sentences stay outside it."""
+    from IPython.display import Markdown
+
+    text = body.data if hasattr(body, "data") else str(body)
+    return Markdown(f":::{{dropdown}} {title}\n\n{text}\n\n:::\n")
+
+
 def _cell(value):
     """A table cell's text with its pipes escaped: an unescaped `|` (as in "|cos|")
     ends the cell, and a row with too many cells turns the table into raw text."""
@@ -30,11 +40,14 @@ def fit(lines, width=COLUMNS, prefix=""):
     after the last ", " that fits (else the last "(", else the last space), and
     goes on indented 8 columns deeper than it started; a line whose first
     character is in `prefix` (a diff's "+- ") keeps it on its continuation
-    lines. A line with none of them to break at stays whole."""
+    lines. A break inside a trailing comment goes on as a comment at the line's
+    own indent. A line with none of them to break at stays whole."""
     out = []
     for line in lines:
         lead = line[:1] if prefix and line[:1] and line[:1] in prefix else ""
-        indent = lead + " " * (len(line) - len(line[len(lead):].lstrip(" ")) + 8)
+        own = lead + " " * (len(line) - len(line[len(lead):].lstrip(" ")))
+        indent = own + " " * 8
+        comment = line.find("# ") if line[len(own):].startswith("# ") else line.find("  # ")
         while len(line) > width:
             cuts = (line.rfind(", ", len(indent), width - 1) + 1, line.rfind("(", len(indent), width) + 1,
                     line.rfind(" ", len(indent), width))
@@ -42,7 +55,10 @@ def fit(lines, width=COLUMNS, prefix=""):
             if cut is None:
                 break
             out.append(line[:cut].rstrip())
-            line = indent + line[cut:].lstrip()
+            if 0 <= comment < cut:   # the rest is comment: it stays one
+                line, comment = own + "# " + line[cut:].lstrip(), len(own)
+            else:
+                line = indent + line[cut:].lstrip()
         out.append(line)
     return out
 

@@ -70,6 +70,32 @@ def test_no_visible_cell_exists_only_to_glue_record_or_show(path):
         assert not all(BOOKKEEPING.match(s) for s in statements), f"{path.name}: bookkeeping on show:\n{cell.source}"
 
 
+def _last_call(source):
+    """The function a cell's last statement calls, where that statement is a bare call."""
+    import ast
+
+    try:
+        body = ast.parse("\n".join(ln for ln in source.splitlines()
+                                    if not ln.lstrip().startswith(("%", "!")))).body
+    except SyntaxError:
+        return None
+    last = body[-1] if body else None
+    if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
+        return ast.unparse(last.value.func)
+    return None
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_no_cell_ends_in_a_call_whose_value_prints_as_a_repr(path):
+    """A claim helper returns its Claim and gb.record the path it wrote: a cell ending in
+    such a bare call showed "Claim(name=..., relation=...)" or "PosixPath('...')" on the
+    page (00_machine's cells 12 and 30, part 8.3's cell 31, run on an H200 on 2026-11-28)."""
+    bare = [(i, f) for i, c in enumerate(cells(path)) if c.cell_type == "code"
+            for f in [_last_call(c.source)] if f and re.search(r"claims\.|\brecord$", f)
+            and not f.endswith(".shown")]
+    assert not bare, f"{path.name}: cells ending in a bare call whose value would print: {bare}"
+
+
 @pytest.mark.parametrize("path", [p for p in CHAPTERS if any("## Exercises" in c.source for c in cells(p))],
                          ids=lambda p: p.stem)
 def test_exercise_answers_fold_with_their_solutions(path):

@@ -109,10 +109,16 @@ class Covariance:
             stream = self.streams[k]
             try:
                 stream.begin(shift)
-                stream_blocks(stream, work, k, (lambda i0, rows, slot: x[i0:i0 + rows]) if read is None
-                              else (lambda i0, rows, slot: read(k, i0, rows, slot)))
+                if read is None:
+                    def rows_of(i0, rows, slot):
+                        return x[i0:i0 + rows]
+                else:
+                    def rows_of(i0, rows, slot):
+                        return read(k, i0, rows, slot)
+                stream_blocks(stream, work, k, rows_of)
                 s, col = stream.totals()
-            except Exception as err:  # noqa: BLE001 - any failure of this device: the others take its blocks
+            # any failure of this device: the others take its blocks
+            except Exception as err:  # noqa: BLE001
                 work.give_back(k)
                 self.failed[k] = f"{type(err).__name__}: {err}"
                 return None
