@@ -119,8 +119,8 @@ def start(address=None, workers=None, spec=None, timeout=10, threads=2):
         except (OSError, TimeoutError) as err:
             raise ConnectionError(
                 f"no Dask scheduler answered at {address} within {timeout} s ({type(err).__name__}). "
-                f"Start one with `dask scheduler`, and on each GPU host one `dask worker {address} "
-                "--resources GPU=1 --nthreads 2` per GPU, with PYOPENCL_CTX naming that GPU") from None
+                f"Start one with 'dask scheduler', and on each GPU host one 'dask worker {address} "
+                "--resources GPU=1 --nthreads 2' per GPU, with PYOPENCL_CTX naming that GPU") from None
         specs, threads_read = None, READERS
     else:
         devs = lanes.devices(spec)
