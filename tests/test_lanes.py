@@ -49,3 +49,17 @@ def test_no_gpu_is_an_error():
 def test_the_stored_notebooks_carry_their_run_time():
     took = lanes.seconds(ROOT / "notebooks" / "00_device.ipynb")
     assert 0 < took < 3600
+
+
+def test_calls_put_chapter_0_first_and_chapter_10_last():
+    weights = dict(WEIGHTS, **{"10_m": 160, "08_going_further": 130, "04_g": 230})
+    paths = [f"notebooks/{k}.ipynb" for k in weights]
+    got = lanes.calls(paths, 2, 4, lambda p: weights[pathlib.Path(p).stem])
+    assert sorted(p for c in got for p in c) == sorted(paths)
+    assert "notebooks/00_device.ipynb" in got[0] and "notebooks/10_m.ipynb" in got[1]
+    walls = [sum(weights[pathlib.Path(p).stem] for p in c if pathlib.Path(p).name[:2] in ("00", "10"))
+             + sum(weights[pathlib.Path(p).stem] for p in c if pathlib.Path(p).name[:2] not in ("00", "10")) / 4
+             for c in got]
+    assert max(walls) < 0.6 * sum(walls) + 1   # neither call holds nearly all of it
+    with pytest.raises(ValueError, match="at least one call"):
+        lanes.calls(paths, 0, 4)

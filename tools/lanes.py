@@ -1,6 +1,8 @@
 """Split notebooks into lanes, one per GPU of a several-GPU host, for a reference pass.
 
-    python3 tools/lanes.py N NB...      prints N lines, each the notebooks of one lane
+    python3 tools/lanes.py N NB...          prints N lines, each the notebooks of one lane
+    python3 tools/lanes.py --calls K N NB... prints K lines, each the notebooks of one call
+                                             of tools/device_pass.sh with LANES=N
 
 A pass of chapters 0-8 with their Going-further pages took 2,040 s of notebook time on
 an H200 (2026-11-28, book/data/notebook_seconds.csv); a session has 30 minutes of device
@@ -71,6 +73,38 @@ def lanes(paths, n, weight=None):
     return [sorted(notebooks) for _, notebooks in load]
 
 
+def calls(paths, k, n, weight=None):
+    """`k` lists of the notebooks, one per call of a pass on `n` GPUs: chapter 0 in the
+    first (it runs before the lanes), chapter 10 in the last (after them, on every GPU),
+    the rest, longest first, into the call whose estimated wall time is least."""
+    if k < 1:
+        raise ValueError(f"a pass takes at least one call, not {k}")
+    if weight is None:
+        table = measured()
+        weight = lambda p: weight_of(p, table)  # noqa: E731
+    out = [[] for _ in range(k)]
+    fixed = [0.0] * k
+    spread = [0.0] * k
+    for p in paths:
+        if chapter(p) in ("00", "10"):
+            i = 0 if chapter(p) == "00" else k - 1
+            out[i].append(p)
+            fixed[i] += weight(p)
+    for p in sorted((p for p in paths if chapter(p) not in ("00", "10")), key=lambda p: -weight(p)):
+        i = min(range(k), key=lambda i: fixed[i] + (spread[i] + weight(p)) / n)
+        out[i].append(p)
+        spread[i] += weight(p)
+    return [sorted(c) for c in out]
+
+
+def chapter(path):
+    return pathlib.Path(path).name[:2]
+
+
 if __name__ == "__main__":
-    for lane in lanes(sys.argv[2:], int(sys.argv[1])):
-        print(" ".join(str(p) for p in lane))
+    if sys.argv[1] == "--calls":
+        for call in calls(sys.argv[4:], int(sys.argv[2]), int(sys.argv[3])):
+            print(" ".join(str(p) for p in call))
+    else:
+        for lane in lanes(sys.argv[2:], int(sys.argv[1])):
+            print(" ".join(str(p) for p in lane))
