@@ -75,10 +75,39 @@ def record(chapter, device, scale, data, root=None, force=False, claims=True, pa
     with _locked(path):   # the pages of one chapter may run at once, on two GPUs of a host
         old = json.loads(path.read_text()) if path.exists() else {}
         _merge_into(entry, old, part)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text(json.dumps(entry, indent=1) + "\n")
-        os.replace(tmp, path)     # a page reading the record never sees it half written
+        _write(path, entry)
+    # a claim the page makes after this call goes into this record too (add_claim)
+    _last.clear()
+    if claims and os.environ.get("GPUBOOK_RECORD") == "1":
+        _last.update(path=path, part=part)
     return path
+
+
+_last = {}   # the record with claims this process wrote last, while recording: path, part
+
+
+def add_claim(name, made):
+    """Put a claim made after the page's last record() into that record (with the
+    page's part), so that a cell after the record loses none; None when this process
+    has recorded nothing (GPUBOOK_RECORD unset, or no record yet)."""
+    path = _last.get("path")
+    if path is None:
+        return None
+    made = _jsonable(dict(made))
+    if _last["part"] is not None:
+        made["part"] = str(_last["part"])
+    with _locked(path):
+        entry = json.loads(path.read_text())
+        entry["data"].setdefault("claims", {})[name] = made
+        _write(path, entry)
+    return path
+
+
+def _write(path, entry):
+    """Write a record whole: a page reading it never sees it half written."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(entry, indent=1) + "\n")
+    os.replace(tmp, path)
 
 
 @contextlib.contextmanager

@@ -127,3 +127,23 @@ def test_parts_running_at_once_on_two_gpus_lose_nothing(tmp_path):
     assert data["steps"] == {"6.1": 59, "6.2": 59} and set(data["parts"]) == {"6.1", "6.2"}
     left = {p.name for p in (tmp_path / "test-gpu").iterdir()}   # no half-written copy stays
     assert left == {".06_covariance.json.lock", "06_covariance.json"}
+
+
+def test_a_claim_made_after_the_record_goes_into_it(tmp_path, monkeypatch):
+    """Chapters 1, 2, 3, 6.1, 7 and 8.1 make their counters' claims in cells after
+    their record() call: on the H200 (2026-11-28) 21 cause claims were lost that way."""
+    monkeypatch.setattr(records, "recorded_resources", lambda device: {})
+    monkeypatch.setenv("GPUBOOK_RECORD", "1")
+    claims.forget()
+    records._last.clear()
+    claims.claim("before", "a > b", "held", "failed", glue=False, a=2, b=1)
+    records.record("06_covariance", DEVICE, "full", {"m": 1}, root=tmp_path, part="6.1")
+    claims.claim("after", "a > b", "held", "failed", glue=False, kind="cause", a=1, b=2)
+    made = read(tmp_path)["data"]["claims"]
+    assert made["before"]["held"] is True and made["after"]["held"] is False
+    assert made["after"]["kind"] == "cause" and made["after"]["part"] == "6.1"
+    monkeypatch.delenv("GPUBOOK_RECORD")
+    records.record("06_covariance", DEVICE, "full", {"m": 2}, root=tmp_path, force=True, part="6.1")
+    claims.claim("not_recording", "a > b", "held", "failed", glue=False, a=2, b=1)
+    assert "not_recording" not in read(tmp_path)["data"]["claims"]
+    claims.forget()
