@@ -58,6 +58,7 @@ def _number(v):
 
 
 KINDS = (None, "cause")
+listeners = []   # called with (name, its record) for every claim made (gpubook.records adds one)
 
 
 def evaluate(name, relation, held, failed, missing=None, kind=None, **values):
@@ -81,8 +82,8 @@ def claim(name, relation, held, failed, missing=None, glue=True, kind=None, **va
     kind="cause": the relation tests why, not only how much (the module's note)."""
     c = evaluate(name, relation, held, failed, missing, kind, **values)
     _made[name] = c
-    from .records import add_claim   # made after the page recorded: into its record too
-    add_claim(name, c.as_record())
+    for tell in listeners:   # gpubook.records: made after the page recorded, into its record too
+        tell(name, c.as_record())
     if glue:
         from .show import glue as _glue
         _glue(**{name: c.sentence})

@@ -158,7 +158,7 @@ def show_diff(old, new, context=3):
     diff (the page shows the change first; the whole kernel follows, collapsed)."""
     from IPython.display import Markdown
 
-    from .show import fit
+    from .show import fit, folded
 
     text = kernel_diff(old, new, context)
     if not text:
@@ -170,6 +170,6 @@ def show_diff(old, new, context=3):
     if len(lines) > FOLD_DIFF_LINES:   # a rewrite more than a change: the page says so, folded
         added = sum(ln.startswith("+") and not ln.startswith("+++") for ln in lines)
         removed = sum(ln.startswith("-") and not ln.startswith("---") for ln in lines)
-        return Markdown(f"{lead}: {added} lines in, {removed} out, folded below.\n\n"
-                        f":::{{dropdown}} The diff, {len(lines)} lines\n\n```diff\n{text}\n```\n\n:::\n")
+        body = folded(f"```diff\n{text}\n```", f"The diff, {len(lines)} lines").data
+        return Markdown(f"{lead}: {added} lines in, {removed} out, folded below.\n\n{body}")
     return Markdown(f"{lead}:\n\n```diff\n{text}\n```")

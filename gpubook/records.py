@@ -10,6 +10,7 @@ try:
 except ImportError:  # Windows: no other page records at the same time there
     fcntl = None
 
+from . import claims as _claims
 from .paths import RESULTS
 from .resources import recorded_resources
 
@@ -61,9 +62,7 @@ def record(chapter, device, scale, data, root=None, force=False, claims=True, pa
         "scale": scale,
         "data": _jsonable(data),
     }
-    from .claims import recorded as recorded_claims
-
-    made = recorded_claims()  # every claim the page made in this run, with whether it held
+    made = _claims.recorded()  # every claim the page made in this run, with whether it held
     if claims and made and "claims" not in entry["data"]:
         entry["data"]["claims"] = _jsonable(made)
         if part is not None:  # which part made them, so that its next run replaces them all
@@ -101,6 +100,9 @@ def add_claim(name, made):
         entry["data"].setdefault("claims", {})[name] = made
         _write(path, entry)
     return path
+
+
+_claims.listeners.append(add_claim)
 
 
 def _write(path, entry):

@@ -244,3 +244,23 @@ def test_overlapping_tick_labels_are_found_and_fitted():
     assert gp.overlapping_labels(ax) == []
     import matplotlib.pyplot as plt
     plt.close(fig)
+
+
+def test_long_diffs_fold_and_wrapped_comments_stay_comments():
+    """show_diff folds a diff over FOLD_DIFF_LINES lines (mostly a rewrite), saying so
+    outside the fold; show.fit carries a trailing comment on as a comment (chapter 10's
+    listing showed the half of one as code, 2026-11-28)."""
+    import gpubook as gb
+    from gpubook.kernels import FOLD_DIFF_LINES
+    from gpubook.show import fit
+
+    long = gb.show_diff("lsq/1_sequential.cl", "lsq/2_row_group.cl").data
+    assert long.startswith("What changed from") and "folded below" in long.split("\n")[0]
+    assert ":::{dropdown} The diff, " in long and long.rstrip().endswith(":::")
+    short = gb.show_diff("covariance/naive.cl", "covariance/symmetric.cl").data
+    assert "dropdown" not in short and short.count("\n") <= FOLD_DIFF_LINES + 6
+    wrapped = fit(["        except Exception as err:  # noqa: BLE001 - any failure of this device: "
+                   "the others take its blocks"], 60)
+    assert len(wrapped) > 1 and all(ln.startswith("        # ") for ln in wrapped[1:])
+    code = fit(["    x = f(aaaa, bbbb, cccc, dddd, eeee, ffff, gggg, hhhh, iiii)  # tail"], 50)
+    assert code[1].startswith("            g") and code[-1].endswith("# tail")   # code goes on as code
