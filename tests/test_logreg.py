@@ -215,3 +215,31 @@ def test_device_label_says_what_the_device_is():
            "data": {"kind": "CPU"}}
     assert lr.device_label(gpu) == "NVIDIA H100 80GB HBM3, a GPU"
     assert lr.device_label(cpu) == "cpu-x, a CPU through PoCL"
+
+
+def test_a_loop_cap_splits_training_over_launches(device_trainer, monkeypatch):
+    """Mesa's llvmpipe stops each work-item's loops after 65,535 iterations per launch
+    (gpubook.loopcap): chapters 1-4 failed there (2026-11-28, 59 cells). With a cap,
+    Trainer runs the iterations in launches under it, w carried between them, and
+    times their span; the weights are the reference's."""
+    from gpubook.chapters.logreg import training
+
+    device, ctx, trainer = device_trainer
+    prob = trainer.prob                                      # J=256, K=8, 20 iterations
+    # one work-item: J + 2JK over the examples, 1 × K partials, 2K for its one round, 2K + 1
+    per_iteration = 2 * prob.J * prob.K + prob.J + prob.K + 2 * prob.K + 2 * prob.K + 1
+    assert lr.iterations_per_launch(None, prob.J, prob.K, 20) == 20
+    assert lr.iterations_per_launch(65_535, prob.J, prob.K, 20) == 65_535 // per_iteration
+    # 32 work-items share the examples: more iterations fit in one launch
+    assert lr.iterations_per_launch(65_535, prob.J, prob.K, 20, 32) > 65_535 // per_iteration
+    with pytest.raises(ValueError, match="longer than this device's cap"):
+        lr.iterations_per_launch(1000, prob.J, prob.K, 20)
+    monkeypatch.setattr(training, "loop_cap", lambda device: 3 * per_iteration)   # 3 per launch
+    knl = lr.build(ctx, device, "naive", prob.J, prob.K, 1)
+    events = trainer.launch(knl, 1)
+    assert isinstance(events, list) and len(events) == 7                      # 6 × 3 + 2
+    w, _ = trainer.train(knl, 1)
+    lr.check(w, prob.reference())
+    timing, w_timed = trainer.time(knl, 1, repeats=2)
+    assert timing.median > 0
+    lr.check(w_timed, prob.reference())

@@ -17,6 +17,7 @@ import pyopencl as cl
 from ...device import check_work_group
 from ...kernels import kernel as _kernel
 from ...logistic import check_data, real_array, train, two_classes
+from ...loopcap import loop_cap
 from ...paths import KERNELS
 from ...timing import time_events
 
@@ -188,6 +189,24 @@ def fast_defines(device, J, work_items, shuffle=None, radix=16):
     return {"SHUFFLE": int(bool(shuffle)), "RADIX": radix, "IN_REGS": min(J // work_items, cap)}
 
 
+def iterations_per_launch(cap, J, K, iterations, work_items=1):
+    """How many training iterations one launch may run on a device that stops each
+    work-item's loops after `cap` iterations (None: no cap, all of them). A bound on
+    one iteration's loops in any work-item of the logreg kernels: its share of the
+    J + 2*J*K loops over examples (scores and gradient), a serial sum of N partials of
+    K (chapter 2), log2(N) rounds of a tree over K (chapters 3-4), the update and the
+    loop itself."""
+    if cap is None:
+        return iterations
+    n = work_items
+    loops = -(-(2 * J * K + J) // n) + n * K + 2 * K * max(1, n.bit_length()) + 2 * K + 1
+    per = cap // loops
+    if per < 1:
+        raise ValueError(f"one iteration at J={J}, K={K} on {n} work-item(s) loops longer than this "
+                         f"device's cap of {cap:,} iterations per work-item and launch (gpubook.loopcap)")
+    return min(per, iterations)
+
+
 class Trainer:
     """A training set on the device and launches of single-work-group kernels."""
 
@@ -208,11 +227,18 @@ class Trainer:
         if (knl.J, knl.K, knl.work_items) != (prob.J, prob.K, work_items):
             raise ValueError(f"knl was built for J={knl.J}, K={knl.K} and {knl.work_items} work-items; "
                              f"this launch has J={prob.J}, K={prob.K} and {work_items}")
-        n = prob.iterations if iterations is None else iterations
+        n = count(prob.iterations if iterations is None else iterations, "iterations")
         start = self.zeros if w0 is None else real_array(w0, "w0", np.float32, (prob.K,))
-        compiled = knl.compiled(n, self.prob.rate)
         cl.enqueue_copy(self.queue, self.w, start)
-        return compiled(self.queue, (work_items,), (work_items,), self.X, self.labels, self.w)
+        # A device that stops loops early (gpubook.loopcap: Mesa's llvmpipe) gets the
+        # iterations in launches that each stay under its cap, w carried in global memory
+        # from one to the next; their events' span is the training's time.
+        per = iterations_per_launch(loop_cap(self.queue.device), prob.J, prob.K, n, work_items)
+        events = []
+        for done in range(0, n, per):
+            compiled = knl.compiled(min(per, n - done), self.prob.rate)
+            events.append(compiled(self.queue, (work_items,), (work_items,), self.X, self.labels, self.w))
+        return events[0] if len(events) == 1 else events
 
     def weights(self):
         out = np.empty(self.prob.K, np.float32)
@@ -220,8 +246,10 @@ class Trainer:
         return out
 
     def train(self, knl, work_items, iterations=None, w0=None):
-        """Weights after training (and the kernel's event)."""
+        """Weights after training (and the kernel's event: its last, where a loop cap
+        split the training over launches)."""
         event = self.launch(knl, work_items, iterations, w0)
+        event = event[-1] if isinstance(event, list) else event
         event.wait()
         return self.weights(), event
 
