@@ -57,14 +57,20 @@ def weight_of(path, table=None):
     return table.get(pathlib.Path(path).stem) or seconds(path)
 
 
+def _weigher(weight):
+    """`weight`, or weight_of over the measured table, read once."""
+    if weight is not None:
+        return weight
+    table = measured()
+    return lambda p: weight_of(p, table)
+
+
 def lanes(paths, n, weight=None):
     """`n` lists of the notebooks, balanced by weight: longest first to the lightest lane;
     each lane in the notebooks' order."""
     if n < 1:
         raise ValueError(f"lanes need at least one GPU, not {n}")
-    if weight is None:
-        table = measured()
-        weight = lambda p: weight_of(p, table)  # noqa: E731
+    weight = _weigher(weight)
     load = [[0.0, []] for _ in range(n)]
     for p in sorted(paths, key=lambda p: -weight(p)):
         lane = min(load, key=lambda lane: lane[0])
@@ -79,9 +85,7 @@ def calls(paths, k, n, weight=None):
     the rest, longest first, into the call whose estimated wall time is least."""
     if k < 1:
         raise ValueError(f"a pass takes at least one call, not {k}")
-    if weight is None:
-        table = measured()
-        weight = lambda p: weight_of(p, table)  # noqa: E731
+    weight = _weigher(weight)
     out = [[] for _ in range(k)]
     fixed = [0.0] * k
     spread = [0.0] * k
