@@ -128,7 +128,8 @@ def test_machine_rows(tmp_path):
     curve = [{"bytes": 2**12 * 4**k, "ns": ns, "rate": rate}
              for k, (ns, rate) in enumerate([(30.0, 9000.0), (31.0, 8800.0), (250.0, 4000.0), (600.0, 3900.0)])]
     data = {"latency_ns": 600.0, "latency_curve": curve, "bandwidth_curve": curve, "read_gbs": 3900.0,
-            "local_gbs": 20000.0, "little": {"device_bytes": 600.0 * 3900.0, "per_cu_bytes": 600.0 * 3900.0 / 132}}
+            "local_gbs": 20000.0, "little": {"latency_ns": 900.0, "device_bytes": 900.0 * 3900.0,
+                                               "per_cu_bytes": 900.0 * 3900.0 / 132}}
     (tmp_path / gpu / "00_machine.json").write_text(json.dumps({"device": "NVIDIA H200", "data": data}))
     rows = {r[0]: r[1:] for r in ac.machine_rows(ac.load(tmp_path))}
     assert rows["quantity"] == ["NVIDIA H200"]
@@ -137,7 +138,8 @@ def test_machine_rows(tmp_path):
     assert rows["best read bandwidth, in a cache (GB/s)"] == ["9,000"]
     assert rows["latency's half-way edge (working set)"] == ["64 KiB"]
     assert rows["latency's middle level (ns, working sets)"] == ["none"]   # no two sets between
-    assert rows["bytes in flight, whole device (Little's law)"] == ["2.23 MiB"]
+    assert rows["latency Little's law takes (ns; under load where timed)"] == ["900"]
+    assert rows["bytes in flight, whole device (Little's law)"] == ["3.35 MiB"]
     assert rows["read bandwidth, work-groups rotated, 1 to 8 MiB (GB/s)"] == ["not recorded"]
     rotated = [{"bytes": 2**k, "rate": 1000.0 * k} for k in range(18, 26)]  # 1, 2, 4, 8 MiB: 20-23
     data["rotated_curve"] = rotated

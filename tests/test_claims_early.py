@@ -25,7 +25,7 @@ pytestmark = pytest.mark.usefixtures("no_glue")   # tests/conftest.py
 
 def little(slug):
     m = rec(slug, "00_machine")
-    return bytes_in_flight(m["latency_ns"], m["read_gbs"], m["facts"]["compute_units"], RESIDENT)
+    return bytes_in_flight(m["little"]["latency_ns"], m["read_gbs"], m["facts"]["compute_units"], RESIDENT)
 
 
 @pytest.mark.parametrize("slug", DEVICES)

@@ -77,6 +77,8 @@ CASES = {
     "machine-read": [f"{M}test_read_kernel_sums_what_numpy_says"],
     "machine-chase": [f"{M}test_pointer_chase_ends_where_the_chain_says"],
     "machine-local": [f"{M}test_local_stride_kernel_reads_what_numpy_says"],
+    "machine-loaded": ["tests/test_loaded_latency.py::"
+                       "test_the_timed_read_sums_what_numpy_says_and_stamps_zero_off_nvidia"],
     "device": ["tests/test_device_kernels.py::test_copy_touch_and_fma_chains_at_tiny_sizes"],
     "device-clock": ["tests/test_clock.py::"
                      "test_the_portable_build_computes_the_chains_and_writes_zero_stamps"],
@@ -122,6 +124,7 @@ BUILDS = {
     "machine-read": ["machine/read.cl"],
     "machine-chase": ["machine/chase.cl"],
     "machine-local": ["machine/local_stride.cl"],
+    "machine-loaded": ["machine/loaded_latency.cl"],
     "device": ["device/copy.cl", "device/empty.cl", "device/fma.cl"],
     "device-clock": ["device/sm_clock.cl"],
     "trace": ["reduction/2_sequential.cl"],

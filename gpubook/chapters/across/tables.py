@@ -142,6 +142,8 @@ MACHINE_ROWS = [  # (quantity, how to read it from the machine chapter's record)
     ("read bandwidth, device memory (GB/s)", lambda m: fmt(m["read_gbs"])),
     ("bandwidth's half-way edge (working set)", lambda m: human_bytes(edge(m["bandwidth_curve"], "rate"))),
     ("local memory, stride 1 (GB/s)", lambda m: fmt(m["local_gbs"])),
+    ("latency Little's law takes (ns; under load where timed)",
+     lambda m: fmt(m["little"]["latency_ns"])),
     ("bytes in flight, whole device (Little's law)", lambda m: human_bytes(m["little"]["device_bytes"])),
     ("bytes in flight per compute unit", lambda m: human_bytes(m["little"]["per_cu_bytes"])),
 ]

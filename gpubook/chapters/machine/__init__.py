@@ -4,5 +4,5 @@ from ...curves import human_bytes, edge  # noqa: F401
 from .probes import (LINE, CHAPTER, largest_working_set, working_sets, Chain, make_chain, cycle_length,
                      ChainWalker, chase_ns, latency_curve, read_shape, Reader, bandwidth_curve,
                      bytes_in_flight, hierarchy_levels, warp, facts, recorded, latency_ns, read_rate)  # noqa: F401
-from . import copies, figures, probes  # noqa: F401
+from . import copies, figures, loaded, probes  # noqa: F401
 from .copies import copy_kernels, largest_copy, little  # noqa: F401

@@ -136,3 +136,32 @@ def stride1_cause(row, whose, reads, warp=32):
                  missing="No trusted counters of the stride kernel are recorded, so stride 1 "
                          "is not shown conflict-free",
                  glue=False, kind="cause", conflicts=conflicts, waves=waves, ideal=ideal)
+
+
+def loaded_latency_cause(loaded, read_gbs):
+    """The machine page (kind "cause"): a load waits longer when memory is busy. The
+    read kernel's own loads, timed from inside (gpubook.chapters.machine.loaded), take
+    over 1.2x as long with every compute unit reading as with one work-group alone,
+    and the loaded launch really read at memory's rate (within 20% of the read rate).
+    Were the chase's idle latency the one a streaming kernel sees, the two would match.
+    `loaded`: loaded.measure's dict (with why_not where the counter is not read)."""
+    got = loaded if loaded and "loaded_ns" in loaded else {}
+    alone, busy, gbs = got.get("alone_ns"), got.get("loaded_ns"), got.get("loaded_gbs")
+    return claim("loaded_latency_longer", "share >= 0.8 and ratio > 1.2",
+                 "Timed from inside the read kernel with `%clock64`, a load took "
+                 "{alone:,.0f} ns with one work-group on the device and {busy:,.0f} ns "
+                 "({ratio:.1f}×) while every compute unit read, at {gbs:,.0f} GB/s "
+                 "({share:.0%} of the read rate): in full queues a load waits longer, so "
+                 "Little's law here takes the latency under load",
+                 "Timed from inside the read kernel, a load took {alone:,.0f} ns alone "
+                 "and {busy:,.0f} ns ({ratio:.2f}×) while the device read at {gbs:,.0f} "
+                 "GB/s ({share:.0%} of the read rate): that run does not show a load "
+                 "waiting longer under load. Little's law here takes the latency under "
+                 "load all the same",
+                 missing="The latency under load is not measured here: "
+                         + (loaded or {}).get("why_not", "no counter was read") + ". So "
+                         "Little's law takes the pointer chase's latency, with the device "
+                         "idle: the least that must be in flight",
+                 glue=False, kind="cause", alone=alone, busy=busy, gbs=gbs,
+                 ratio=busy / alone if busy and alone else None,
+                 share=gbs / read_gbs if gbs and read_gbs else None)

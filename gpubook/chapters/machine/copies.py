@@ -4,7 +4,7 @@ from ... import resources
 from ...device import compute_units
 from ...kernels import kernel
 from ...launch import largest
-from .probes import bytes_in_flight, latency_ns, read_rate
+from .probes import bytes_in_flight, latency_ns, read_rate, recorded
 
 COPY_TYPES = ("float", "float4")
 
@@ -24,9 +24,15 @@ def largest_copy(scale):
 
 def little(ctx, queue, device):
     """Little's law on this device: the latency and read rate it uses (recorded by
-    the machine page, else measured now, with where each comes from), the
-    architecture's limits (None where unknown) and the bytes in flight."""
-    lat, lat_from = latency_ns(ctx, queue, device)
+    the machine page, under load where it timed one, else measured now, with where
+    each comes from), the architecture's limits (None where unknown) and the bytes in
+    flight."""
+    rec = recorded(device) or {}
+    law = rec.get("little")
+    if law:     # the machine page's: under load where it timed one, else the chase's
+        lat, lat_from = law["latency_ns"], "the machine chapter's record"
+    else:
+        lat, lat_from = latency_ns(ctx, queue, device)
     read, read_from = read_rate(ctx, queue, device)
     arch = resources.arch_limits(device)
     resident = arch.max_warps * arch.warp_size if arch else None

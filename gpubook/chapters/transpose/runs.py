@@ -120,8 +120,8 @@ def in_flight(warp_bytes, rec):
             "be in flight are not known here (run `00_machine` to record them).")
     per_cu = rec["little"]["per_cu_bytes"]
     return moved, used, waste, (
-        f"The machine chapter measured a latency of {rec['latency_ns']:,.0f} ns and a "
-        f"read rate of {rec['read_gbs']:,.0f} GB/s here, so by Little's law each compute "
+        f"The machine chapter measured a latency of {rec['little']['latency_ns']:,.0f} ns "
+        f"and a read rate of {rec['little']['gbs']:,.0f} GB/s here, so by Little's law each compute "
         f"unit must keep {human_bytes(per_cu)} of useful data on its way. Row-major, "
         f"that means {human_bytes(per_cu * waste['rows'])} moving with `float` loads and "
         f"{human_bytes(per_cu * waste['rows4'])} with `float4`; transposed, "

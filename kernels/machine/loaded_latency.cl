@@ -1,0 +1,58 @@
+// Latency under load: machine/read.cl's loads (the GPU order), with the first
+// work-item of every work-group timing TIMED of its own loads from inside, with
+// NVIDIA's SM cycle counter (%clock64, inline PTX: build with -DNV_PTX=1).
+// After each timed load the work-item stores the value to local memory, and
+// only then reads the counter again: the store cannot issue before the load's
+// data has come back, so the difference is the load's latency plus a few cycles
+// of adds and the store. The first SKIP loads are not timed, so that every
+// work-group has started; the timed ones come early in the loop, while every
+// other work-item still streams as the read kernel does. Launched over the whole
+// device the loads wait in full queues; launched as one work-group, alone.
+// Elsewhere (NV_PTX=0) the stamps are zeros and the host says why.
+#ifndef NV_PTX
+#define NV_PTX 0
+#endif
+#ifndef TIMED
+#define TIMED 16
+#endif
+#ifndef SKIP
+#define SKIP 8
+#endif
+
+static ulong cycles(void)
+{
+    ulong c = 0;
+#if NV_PTX
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(c) : : "memory");
+#endif
+    return c;
+}
+
+// src is not restrict: the counter reads claim all memory, so no load moves
+// across them. stamps: per work-group, the cycles of its TIMED loads together.
+__kernel void loaded_latency(__global const float4 *src,
+                             __global float *restrict partial,
+                             __global ulong *restrict stamps,
+                             __local float *sink,
+                             const uint mask,
+                             const uint reads)
+{
+    const uint gid = get_global_id(0);
+    const uint G = get_global_size(0);
+    const int timer = get_local_id(0) == 0;
+    float4 acc = (float4)(0.0f);
+    ulong spent = 0;
+    for (uint k = 0; k < reads; ++k) {
+        const int timed = timer && k >= SKIP && k < SKIP + TIMED;
+        const ulong c0 = timed ? cycles() : 0;
+        const float4 v = src[(gid + k * G) & mask];
+        if (timed) {
+            sink[0] = (v.x + v.y) + (v.z + v.w);   // waits for the load's data
+            spent += cycles() - c0;
+        }
+        acc += v;
+    }
+    partial[gid] = acc.x + acc.y + acc.z + acc.w;
+    if (timer)
+        stamps[get_group_id(0)] = spent;
+}
