@@ -3,6 +3,7 @@ and chapters 0 and 9 rendered in headless Chromium with their images loaded."""
 import hashlib
 import html as html_lib
 import json
+import os
 import pathlib
 import re
 import shutil
@@ -333,3 +334,102 @@ def test_page_is_not_too_long(page, tmp_path_factory):
 def test_first_screen_shows_a_figure_before_any_code(page, tmp_path_factory):
     m = measured(page, tmp_path_factory)
     assert m["figure_first"], f"{page}: visible code before the first figure: {m['first_code']!r}"
+
+
+# --- Figures on a phone (issue 49, item 4) -----------------------------------------
+# At a 390 px window a figure is shown no narrower than its smallest text allows: text
+# drawn at gpubook.plot's MIN_POINTS points, saved at its DPI, is at least PHONE_MIN_CSS_PX
+# CSS px as shown (points * DPI / 72 natural px, times shown / natural width). A figure
+# wider than the column scrolls sideways in its own box (_static/gpubook.css and .js),
+# as wide tables do; a tap still opens it at full size.
+PHONE_PX = 390
+PHONE_MIN_CSS_PX = 7
+
+PHONE_FIGURES = SHOWN + r"""
+function figures(d) {
+  const art = d.querySelector('article') || d.body;
+  const right = art.getBoundingClientRect().right;
+  const scrolls = e => ['auto', 'scroll'].includes(getComputedStyle(e).overflowX);
+  return [...art.querySelectorAll('.cell_output img')].filter(shown).map(i => {
+    let box = null;
+    for (let e = i.parentElement; e && e !== art; e = e.parentElement) if (scrolls(e)) { box = e; break; }
+    const r = i.getBoundingClientRect();
+    const link = i.closest('a');
+    return {src: i.getAttribute('src').split('/').pop().slice(0, 16), natural: i.naturalWidth,
+            shown: r.width, past: r.right > right + 1, column: Math.round(art.clientWidth),
+            box: box ? {right: box.getBoundingClientRect().right > right + 1,
+                        scrolls: box.scrollWidth > box.clientWidth} : null,
+            zoom: !!link && link.href === i.src};
+  });
+}
+async function run() {
+  const out = {};
+  const frame = document.getElementById('frame');
+  for (const page of PAGES) {
+    await new Promise(done => { frame.onload = done; frame.src = page + '.html'; });
+    await new Promise(done => setTimeout(done, 200));
+    out[page] = figures(frame.contentDocument);
+  }
+  document.body.setAttribute('data-phone', JSON.stringify(out));
+}
+run();
+"""
+
+_phone = {}
+
+
+def phone_figures(tmp_path_factory):
+    """{page: [figure]} for every toc page in one Chromium run, each page in a frame
+    PHONE_PX wide (a phone's window: the page's media queries see its width)."""
+    if not _phone:
+        probe = HTML / f"_phone_probe_{os.getpid()}.html"
+        script = PHONE_FIGURES.replace("PAGES", json.dumps(toc_files()))
+        probe.write_text(f'<html><body style="margin:0"><iframe id="frame" '
+                         f'style="width:{PHONE_PX}px;height:800px;border:0"></iframe>'
+                         f"<script>{script}</script></body></html>")
+        _phone.update(chromium_json(probe, "data-phone", tmp_path_factory.mktemp("chromium"),
+                                    "--virtual-time-budget=120000", "--allow-file-access-from-files",
+                                    timeout=180))
+    return _phone
+
+
+def smallest_text_css_px(shown, natural):
+    """The smallest text of a figure shown `shown` CSS px wide, `natural` px wide as
+    stored: gpubook.plot's MIN_POINTS at its DPI, scaled as shown."""
+    from gpubook.plot import DPI, MIN_POINTS
+
+    return MIN_POINTS * DPI / 72 * shown / natural
+
+
+@needs_chromium
+@pytest.mark.parametrize("page", CHAPTER_PAGES)
+def test_figures_are_legible_on_a_phone_and_scroll_in_their_own_box(page, tmp_path_factory):
+    """At a 390 px window every output figure's smallest text is at least 7 CSS px; one
+    wider than the column scrolls inside its own box (not the page), and opens at full
+    size on a tap."""
+    found = phone_figures(tmp_path_factory)
+    assert page in found, f"{page} was not loaded"
+    imgs = found[page]
+    assert all(i["natural"] for i in imgs), f"{page}: figures that did not load: {imgs}"
+    small = [f"{i['src']}: {smallest_text_css_px(i['shown'], i['natural']):.1f} CSS px "
+             f"({i['shown']:.0f} of {i['natural']} px)" for i in imgs
+             if smallest_text_css_px(i["shown"], i["natural"]) < PHONE_MIN_CSS_PX]
+    assert not small, (f"{page}: at {PHONE_PX} px, {len(small)} figures with text below "
+                       f"{PHONE_MIN_CSS_PX} CSS px, e.g. {small[:3]}")
+    spill = [f"{i['src']}: {i['shown']:.0f} px in a {i['column']} px column, box {i['box']}" for i in imgs
+             if i["past"] and not (i["box"] and i["box"]["scrolls"] and not i["box"]["right"])]
+    assert not spill, f"{page}: at {PHONE_PX} px, figures wider than the column without a scroll box: {spill[:3]}"
+    unlinked = [i["src"] for i in imgs if not i["zoom"]]
+    assert not unlinked, f"{page}: figures without a link to their file: {unlinked[:3]}"
+
+
+def test_page_script_uses_the_plot_styles_constants():
+    """_static/gpubook.js repeats gpubook/plot.py's figure constants (a page script
+    cannot import them), and the phone's 7 CSS px of the test above: they must agree."""
+    import gpubook.plot as gp
+
+    script = (ROOT / "_static" / "gpubook.js").read_text()
+    found = dict(re.findall(r"\b(COLUMN_PX|MIN_SCALE|DPI|MIN_POINTS|PHONE_CSS_PX) = ([\d.]+)", script))
+    want = {"COLUMN_PX": gp.COLUMN_PX, "MIN_SCALE": gp.MIN_SCALE, "DPI": gp.DPI,
+            "MIN_POINTS": gp.MIN_POINTS, "PHONE_CSS_PX": PHONE_MIN_CSS_PX}
+    assert {k: float(v) for k, v in found.items()} == {k: float(v) for k, v in want.items()}, found
