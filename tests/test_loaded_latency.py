@@ -66,3 +66,28 @@ def test_the_claim_says_why_where_nothing_was_timed():
     c = loaded_latency_cause({"why_not": "the CPU has no SM cycle counter"}, 3200.0)
     assert c.held is None
     assert "the CPU has no SM cycle counter" in c.sentence and "chase" in c.sentence
+
+
+# ------------------------------------------------ chapter 4's phases of an iteration
+from gpubook.chapters.logreg import phases as lr_phases  # noqa: E402
+from gpubook.chapters.logreg.vectors import phase_budget  # noqa: E402
+
+PHASES = {"examples": 600.0, "examples_min": 580.0, "examples_max": 640.0, "sum": 390.0,
+          "iteration": 990.0, "timed_iteration": 1010.0}
+
+
+@pytest.mark.parametrize("floor, held", [(256.0, True), (700.0, False)])
+def test_the_phase_claim_needs_the_floor_inside_the_examples_phase(floor, held):
+    c = phase_budget(PHASES, floor)
+    assert c.held is held and c.kind == "cause"
+    assert "600 on the examples" in c.sentence and "390 on the sum" in c.sentence
+
+
+def test_the_phases_are_refused_off_nvidia_with_the_reason(dev):
+    device, ctx, queue = dev
+    if "NVIDIA" in device.platform.name:
+        pytest.skip("an NVIDIA device reads the counter")
+    got = lr_phases.measure(None, device, 128, {}, 10, 1.98)
+    assert set(got) == {"why_not"} and "clock64" in got["why_not"]
+    c = phase_budget(got, 256.0)
+    assert c.held is None and "clock64" in c.sentence

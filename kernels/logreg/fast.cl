@@ -37,6 +37,33 @@
 #define ROW(e) (id + (e) * N)
 #endif
 
+// PHASES=1 (NVIDIA only: %clock64 through inline PTX) times each iteration in
+// two phases, the examples and then the sum and update: lane 0 of every warp
+// reads the SM's cycle counter at three points and writes its two totals to
+// phases[2 * warp] and phases[2 * warp + 1], a fourth kernel argument.
+#if defined(PHASES) && PHASES
+inline ulong phase_clock(void)
+{
+    ulong c;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(c) : : "memory");
+    return c;
+}
+#define PHASE_ARG , __global ulong *phases
+#define PHASE_VARS ulong c0 = 0, c1 = 0, in_examples = 0, in_sum = 0
+#define PHASE_START c0 = phase_clock()
+#define PHASE_MARK c1 = phase_clock(); in_examples += c1 - c0
+#define PHASE_END in_sum += phase_clock() - c1
+#define PHASE_STORE if ((id & 31) == 0) { phases[2 * (id >> 5)] = in_examples; \
+                                          phases[2 * (id >> 5) + 1] = in_sum; }
+#else
+#define PHASE_ARG
+#define PHASE_VARS
+#define PHASE_START
+#define PHASE_MARK
+#define PHASE_END
+#define PHASE_STORE
+#endif
+
 #if SHUFFLE
 #define WARPS (N / 32)
 inline float shfl_xor(float v, int mask)
@@ -78,7 +105,7 @@ inline float warp_transpose_sum8(float v[8], int lane)
 
 __kernel __attribute__((reqd_work_group_size(N, 1, 1)))
 void train(__global const float4 *X, __global const float *labels,
-           __global float4 *w)
+           __global float4 *w PHASE_ARG)
 {
     __local float scratch[LOCAL_FLOATS];
     const int id = get_local_id(0);
@@ -102,7 +129,9 @@ void train(__global const float4 *X, __global const float *labels,
     float my_w = ((__global const float *)w)[mine];
 #endif
 
+    PHASE_VARS;
     for (int it = 0; it < ITERS; ++it) {
+        PHASE_START;
         float4 g[K4];
 #pragma unroll
         for (int k = 0; k < K4; ++k)
@@ -132,6 +161,7 @@ void train(__global const float4 *X, __global const float *labels,
             for (int k = 0; k < K4; ++k)
                 g[k] += xe[k] * score;
         }
+        PHASE_MARK;
         // two copies of the scratch space, used on alternate iterations, so
         // that writing this iteration's sums cannot overwrite values another
         // work-item is still reading from the previous one
@@ -196,7 +226,9 @@ void train(__global const float4 *X, __global const float *labels,
         for (int k = 0; k < K4; ++k)
             wv[k] += RATE * vload4(k, total);
 #endif
+        PHASE_END;
     }
+    PHASE_STORE;
     // every work-item read w before the loop: order those reads before the write
     barrier(CLK_GLOBAL_MEM_FENCE);
     if (id == 0) {

@@ -7,4 +7,4 @@ from .measure import (benchmark, check, numpy_timing, sweep_work_items, work_ite
                       reference_sweeps, device_label, reduction_only_timing, one_change_steps, time_steps,
                       step_rows, as_record, seed_lines, likelihood_curve, sweep_examples, rates_at)  # noqa: F401
 from .figures import plot_data, plot_bars  # noqa: F401
-from . import figures, measure, training  # noqa: F401
+from . import figures, measure, phases, training  # noqa: F401

@@ -131,6 +131,38 @@ def arithmetic_floor(iteration_ns, cycle_ns, J, K, lanes=None, sfus=None, clock=
                  share=floor / cycles if floor and cycles else None)
 
 
+def phase_budget(phases, floor):
+    """Kind "cause": the arithmetic floor (arithmetic_floor's cycles) against the
+    cycles an iteration spent on its examples, read inside the kernel with %clock64
+    (gpubook.chapters.logreg.phases). The examples' phase does all of the arithmetic
+    the floor counts, so it must take at least the floor; were the units faster than
+    the data sheet's counts, it would take less and the floor would be none. The
+    sentence gives the split, and how far the timed build ran from its own event's
+    time (the counter reads order the code around them)."""
+    got = phases if phases and "examples" in phases else {}
+    ex, total = got.get("examples"), got.get("iteration")
+    split = ("Read inside the kernel with `%clock64`, an iteration's {iteration:,.0f} "
+             "cycles split into {examples:,.0f} on the examples (warps from "
+             "{examples_min:,.0f} to {examples_max:,.0f}) and {sum:,.0f} on the sum over "
+             "the work-group and the update ({sum_share:.0%}; the timed build's event "
+             "gives {timed:,.0f} cycles an iteration). ")
+    return claim("vt_phase_budget", "floor <= examples",
+                 split + "The arithmetic floor, {floor:,.0f} cycles, fits in the examples' "
+                 "phase ({floor_share:.0%} of it): the rest of that phase and all of the "
+                 "sum are time the arithmetic units do not set",
+                 split + "The examples' phase took less than the arithmetic floor of "
+                 "{floor:,.0f} cycles: the units ran faster than the data sheet's counts, "
+                 "so that floor is not one",
+                 missing="The phases of an iteration are not read on this device: "
+                         + (phases or {}).get("why_not", "no counter") + " (or no "
+                         "arithmetic floor is known)",
+                 glue=False, kind="cause", floor=floor, examples=ex, iteration=total,
+                 examples_min=got.get("examples_min"), examples_max=got.get("examples_max"),
+                 sum=got.get("sum"), timed=got.get("timed_iteration"),
+                 sum_share=got["sum"] / total if total else None,
+                 floor_share=floor / ex if floor and ex else None)
+
+
 def clock_used(limits, cycle_ns_max):
     """(ns per cycle, words naming the clock) for the page's cycle counts: chapter 0's
     SM clock under load (`limits["sm_clock_ghz"]`) where it was measured, else the
