@@ -33,11 +33,26 @@ def test_device_sum_checks_n_against_the_buffer(ctx_queue):
     red = DeviceSum(ctx, queue, "2_sequential")
     for src in (x.data, x):   # a bare buffer: the old code read past its end and gave nan
         with pytest.raises(ValueError, match="n=1,001 exceeds the 1,000 float32 values in src"):
-            red.sum(src, 1001)
+            red.sum(src, 1001, dtype=np.float32 if src is x.data else None)
     with pytest.raises(TypeError, match="n must be an integer"):
         red.sum(x, 10.5)
     with pytest.raises(ValueError, match="n must be 1 to"):
         red.sum(x, 0)
+
+
+def test_device_sum_refuses_a_bare_buffer_whose_dtype_it_cannot_know(ctx_queue):
+    ctx, queue = ctx_queue
+    x64 = cla.to_device(queue, np.ones(1000, np.float64))
+    red = DeviceSum(ctx, queue, "2_sequential")
+    # a float64 buffer read as float32 summed to 937.5 for 1,000 ones
+    with pytest.raises(TypeError, match="carries no dtype"):
+        red.sum(x64.data)
+    with pytest.raises(TypeError, match="holds float64"):
+        red.sum(x64.data, dtype=np.float64)
+    with pytest.raises(TypeError, match="holds float64"):
+        red.sum(x64)
+    x32 = cla.to_device(queue, np.ones(1000, np.float32))
+    assert red.sum(x32.data, dtype=np.float32) == red.sum(x32) == 1000.0
 
 
 def test_device_sum_checks_the_dtype_and_sums_views(ctx_queue):

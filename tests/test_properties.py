@@ -222,7 +222,7 @@ def test_device_sum(env, sums3, data, step, ask):
         return
     if len(v) == 0:                                 # pyopencl makes no empty buffer: n = 0 of one
         with pytest.raises(ValueError):
-            red.sum(cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, 4), 0)
+            red.sum(cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, 4), 0, np.float32)
         return
     if n == 0 or (n or 0) > len(v):
         with pytest.raises(ValueError):

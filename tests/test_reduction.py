@@ -7,6 +7,7 @@ make it far smaller in practice. 1e-5 covers every plan used here.
 """
 import numpy as np
 import pyopencl as cl
+import pyopencl.array as cla
 import pytest
 
 import gpubook as gb
@@ -21,8 +22,8 @@ def ctx_queue():
     return gb.make_queue()
 
 
-def to_device(ctx, x):
-    return cl.Buffer(ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=x)
+def to_device(queue, x):
+    return cla.to_device(queue, x)
 
 
 @pytest.mark.parametrize("step", STEPS)
@@ -30,7 +31,7 @@ def to_device(ctx, x):
 def test_every_step_sums_correctly(ctx_queue, step, n):
     ctx, queue = ctx_queue
     x = np.random.default_rng(n).random(n, dtype=np.float32)
-    total = DeviceSum(ctx, queue, step, largest=64).sum(to_device(ctx, x), n)
+    total = DeviceSum(ctx, queue, step, largest=64).sum(to_device(queue, x), n)
     ref = x.sum(dtype=np.float64)
     assert abs(total - ref) <= RTOL * ref
 
@@ -41,7 +42,7 @@ def test_sums_a_prefix_of_a_larger_buffer(ctx_queue, step):
     ctx, queue = ctx_queue
     x = np.ones(10_000, np.float32)
     x[7_777:] = 1e6
-    assert DeviceSum(ctx, queue, step, largest=32).sum(to_device(ctx, x), 7_777) == 7_777
+    assert DeviceSum(ctx, queue, step, largest=32).sum(to_device(queue, x), 7_777) == 7_777
 
 
 @pytest.mark.parametrize("step", ["3_first_add", "5_unrolled"])
@@ -54,7 +55,7 @@ def test_work_group_sizes(ctx_queue, step, wg):
         with pytest.raises(ValueError, match=f"work-group size {wg} exceeds this device's maximum"):
             DeviceSum(ctx, queue, step, work_group=wg)
         return
-    total = DeviceSum(ctx, queue, step, work_group=wg, groups_per_cu=3, unroll=3).sum(to_device(ctx, x), n)
+    total = DeviceSum(ctx, queue, step, work_group=wg, groups_per_cu=3, unroll=3).sum(to_device(queue, x), n)
     assert abs(total - x.sum(dtype=np.float64)) <= RTOL * x.sum(dtype=np.float64)
 
 
@@ -62,8 +63,8 @@ def test_repeated_sums_reuse_buffers(ctx_queue):
     ctx, queue = ctx_queue
     red = DeviceSum(ctx, queue, "4_multi")
     a, b = np.full(5_000, 2, np.float32), np.full(5_000, 3, np.float32)
-    assert red.sum(to_device(ctx, a), 5_000) == 10_000
-    assert red.sum(to_device(ctx, b), 5_000) == 15_000
+    assert red.sum(to_device(queue, a), 5_000) == 10_000
+    assert red.sum(to_device(queue, b), 5_000) == 15_000
     assert len(red._scratch) == 1
 
 
@@ -125,6 +126,6 @@ def test_default_work_group_follows_the_built_kernel(monkeypatch):
     for step in rd.STEPS:
         ds = rd.DeviceSum(ctx, queue, step)
         assert ds.work_group == min(8, gb.device.default_work_group(queue.device))
-        assert abs(ds.sum(buf.data, x.size) - x.sum(dtype=np.float64)) < 1e-4 * x.size
+        assert abs(ds.sum(buf, x.size) - x.sum(dtype=np.float64)) < 1e-4 * x.size
     with pytest.raises(ValueError, match="exceeds what kernels/reduction/1_interleaved.cl allows"):
         rd.DeviceSum(ctx, queue, "1_interleaved", work_group=16)

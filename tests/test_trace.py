@@ -55,5 +55,5 @@ def test_untraced_build_is_unchanged(ctx_queue):
     ctx, queue = ctx_queue
     x = np.arange(1000, dtype=np.float32)
     buf = cl.Buffer(ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=x)
-    assert DeviceSum(ctx, queue, "1_interleaved", work_group=64).sum(buf, 1000) == x.sum()
+    assert DeviceSum(ctx, queue, "1_interleaved", work_group=64).sum(buf, 1000, np.float32) == x.sum()
     assert DeviceSum(ctx, queue, "1_interleaved", work_group=64).kernel.num_args == 3

@@ -37,7 +37,7 @@ def sweep(queue, steps, dev, host, sizes, repeats):
         if variant == LIB:
             view = dev[:m]
             return _time_events(lambda: library_sum(queue, view), repeats=repeats)
-        return _time_events(lambda: steps[variant].enqueue(dev.data, m),
+        return _time_events(lambda: steps[variant].enqueue(dev, m),
                             repeats=repeats)
 
     records = _sweep("floats", sizes, list(steps) + [LIB], one,
@@ -59,7 +59,7 @@ def unroll_times(ctx, queue, dev, n, repeats, unrolls=(1, 2, 4, 8)):
     times = {}
     for unroll in unrolls:
         kernel = DeviceSum(ctx, queue, "5_unrolled", unroll=unroll)
-        times[unroll] = _time_events(lambda: kernel.enqueue(dev.data, n), repeats=repeats)
+        times[unroll] = _time_events(lambda: kernel.enqueue(dev, n), repeats=repeats)
     return times
 
 

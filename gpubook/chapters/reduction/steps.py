@@ -102,15 +102,17 @@ class DeviceSum:
             self._scratch[n] = [cl.Buffer(self.ctx, mf.READ_WRITE, 4 * s) for s in sizes[:2]]
         return self._scratch[n]
 
-    def enqueue(self, src, n=None):
+    def enqueue(self, src, n=None, dtype=None):
         """Enqueue every pass over the first n floats of `src` (default: all).
 
         src: a pyopencl.array.Array of float32 (its dtype, order and size are
-        checked) or a cl.Buffer of float32 (only its size can be: a buffer
-        carries no dtype). Returns the list of the passes' events (for
-        gb.time_events); the sum is then the first float of `self.result`.
+        checked), or a cl.Buffer with dtype=np.float32 said by the caller: a
+        buffer carries no dtype, and a float64 one would be summed as twice as
+        many float32 values, so a bare buffer without it is refused. Returns the
+        list of the passes' events (for gb.time_events); the sum is then the
+        first float of `self.result`.
         """
-        src, n = _checked_source(src, n)
+        src, n = _checked_source(src, n, dtype)
         scratch = self._buffers(n)
         events = []
         for k, (count, groups) in enumerate(self.plan(n)):
@@ -121,17 +123,18 @@ class DeviceSum:
         self.result = src
         return events
 
-    def sum(self, src, n=None):
+    def sum(self, src, n=None, dtype=None):
         """The sum of the first n floats of `src` (as for `enqueue`), as a Python float."""
-        self.enqueue(src, n)
+        self.enqueue(src, n, dtype)
         out = np.empty(1, np.float32)
         cl.enqueue_copy(self.queue, out, self.result)
         return float(out[0])
 
 
 
-def _checked_source(src, n):
-    """(the buffer to read, n) for `src` and `n`, or a clear error before any launch."""
+def _checked_source(src, n, dtype=None):
+    """(the buffer to read, n) for `src` and `n` (and, for a bare cl.Buffer, the
+    dtype its caller says it holds), or a clear error before any launch."""
     if isinstance(src, cla.Array):
         if src.dtype != np.float32:
             raise TypeError(f"src holds {src.dtype}; DeviceSum sums float32 (pass src.astype(np.float32))")
@@ -139,6 +142,13 @@ def _checked_source(src, n):
             raise ValueError(f"src must be contiguous, not strided {src.strides} (pass a copy)")
         size, buf = src.size, (src.copy() if src.offset else src).data
     elif isinstance(src, cl.Buffer):
+        if dtype is None:
+            raise TypeError("src is a bare cl.Buffer, which carries no dtype (a float64 one "
+                            "would be summed as twice as many float32 values): pass the "
+                            "pyopencl.array.Array it belongs to, or dtype=np.float32 to say "
+                            "that it holds float32")
+        if np.dtype(dtype) != np.float32:
+            raise TypeError(f"src holds {np.dtype(dtype)}, by dtype; DeviceSum sums float32")
         size, buf = src.size // 4, src
     else:
         raise TypeError(f"src must be a pyopencl.array.Array or cl.Buffer of float32 on the device, "
