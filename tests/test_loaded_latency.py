@@ -91,3 +91,25 @@ def test_the_phases_are_refused_off_nvidia_with_the_reason(dev):
     assert set(got) == {"why_not"} and "clock64" in got["why_not"]
     c = phase_budget(got, 256.0)
     assert c.held is None and "clock64" in c.sentence
+
+
+def test_a_build_the_driver_refuses_is_said_not_raised(dev, monkeypatch):
+    """On NVIDIA, a driver that refused the inline PTX leaves the page a reason."""
+    device, ctx, queue = dev
+    from gpubook import clock
+    from gpubook.kernels import KernelBuildError
+
+    def refuse(*a, **k):
+        raise KernelBuildError("kernels/x.cl failed to build with options -DNV_PTX=1:\nlog")
+
+    monkeypatch.setattr(clock, "why_not", lambda device: None)
+    monkeypatch.setattr(loaded, "kernel", refuse)
+    monkeypatch.setattr(loaded, "largest_working_set", lambda device, scale: 2**16)
+    got = loaded.measure(ctx, queue, device, "small", ghz=1.98)
+    assert got == {"why_not": "the timed read kernel did not build or run here: "
+                              "kernels/x.cl failed to build with options -DNV_PTX=1:"}
+    monkeypatch.setattr(lr_phases, "kernel", refuse)
+    from types import SimpleNamespace
+    from gpubook.chapters import logreg as lr
+    trainer = SimpleNamespace(prob=lr.problem("small"), queue=queue)
+    assert "did not build" in lr_phases.measure(trainer, device, 128, {}, 10, 1.98)["why_not"]

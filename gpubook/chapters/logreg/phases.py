@@ -13,7 +13,7 @@ import numpy as np
 import pyopencl as cl
 
 from ... import clock
-from ...kernels import kernel
+from ...kernels import KernelBuildError, kernel
 from .training import rate_literal
 
 WARP = 32
@@ -29,6 +29,14 @@ def measure(trainer, device, work_items, defines, iterations, ghz):
         return {"why_not": why or "no SM clock was measured to turn cycles into time"}
     if work_items % WARP:
         return {"why_not": f"{work_items} work-items are not whole warps of {WARP}"}
+    try:
+        return _timed(trainer, work_items, defines, iterations, ghz)
+    except (cl.Error, KernelBuildError) as err:   # the driver refused it: say so
+        return {"why_not": f"the timed build did not build or run here: "
+                           f"{str(err).splitlines()[0][:160]}"}
+
+
+def _timed(trainer, work_items, defines, iterations, ghz):
     prob, queue = trainer.prob, trainer.queue
     knl = kernel(queue.context, "logreg/fast.cl", "train",
                  {"J": prob.J, "K": prob.K, "N": work_items, **dict(defines),

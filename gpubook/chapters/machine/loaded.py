@@ -12,7 +12,7 @@ import numpy as np
 import pyopencl as cl
 
 from ... import clock
-from ...kernels import kernel
+from ...kernels import KernelBuildError, kernel
 from ...timing import time_events
 from .probes import Reader, largest_working_set
 
@@ -71,6 +71,14 @@ def measure(ctx, queue, device, scale, ghz=None, repeats=5):
         return {"why_not": why}
     ghz = ghz or clock.measure(ctx, queue, device).ghz
     top = largest_working_set(device, scale)
+    try:
+        return _timed(ctx, queue, device, scale, top, ghz, repeats)
+    except (cl.Error, KernelBuildError) as err:   # the driver refused it: say so
+        return {"why_not": f"the timed read kernel did not build or run here: "
+                           f"{str(err).splitlines()[0][:160]}"}
+
+
+def _timed(ctx, queue, device, scale, top, ghz, repeats):
     reader = TimedReader(ctx, queue, device, top, scale)
     if reader.reads < 2 * (SKIP + TIMED):
         return {"why_not": f"each work-item reads only {reader.reads} times at this "
