@@ -58,6 +58,33 @@ def loop_cap(device, ctx=None):
     return _caps[key]
 
 
+def launches(device, count, per_item, fixed=0, step=1, what="a launch", unit="items"):
+    """[(first, how many)] of the launches that cover `count` items (rows, iterations) on
+    `device`: [(0, count)], one launch, where it runs loops to the end; where it has a loop
+    cap, launches of a multiple of `step` items (the last may have fewer) in which no
+    work-item loops more than fixed + per_item x items times. A ValueError naming the cap
+    where not even `step` items fit (`what` says whose loops, `unit` what the items are)."""
+    cap = loop_cap(device)
+    if cap is None:
+        return [(0, count)]
+    most = int((cap - fixed) // per_item) // step * step
+    if most < step:
+        raise ValueError(f"{what}: a launch of {step:,} {unit}, the fewest it takes, loops about "
+                         f"{fixed + per_item * step:,.0f} times per work-item, over this device's cap of "
+                         f"{cap:,} iterations per work-item and launch (gpubook.loopcap)")
+    return [(first, min(most, count - first)) for first in range(0, count, most)] or [(0, count)]
+
+
+def one_or_all(events):
+    """The event of one launch, or the list of them where a loop cap split the work."""
+    return events[0] if len(events) == 1 else events
+
+
+def flat(*results):
+    """The events of launches as one list, where some came as lists (one_or_all)."""
+    return [e for r in results for e in (r if isinstance(r, (list, tuple)) else [r])]
+
+
 def _cap(device):
     return _opened[0] if device is None else loop_cap(device)
 

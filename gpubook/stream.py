@@ -8,6 +8,7 @@ import numpy as np
 import pyopencl as cl
 
 from .device import pinned_empty
+from .loopcap import flat, loop_cap
 from .timing import time_events
 from .xtx import COL_PAD, ROW_PAD, SUM_ROWS, launch_centre, launch_col_sums, launch_finish, launch_tiles, round_up
 
@@ -98,6 +99,7 @@ class Stream:
         self.np_ = round_up(n, COL_PAD)
         self.bytes = stream_bytes(n, self.rows)
         self.copyq, self.queue = _queues(ctx, device)
+        loop_cap(device)   # probed now, not in a timed run (launch_tiles asks)
         mf, f = cl.mem_flags, 4
         self.s = cl.Buffer(ctx, mf.READ_WRITE, f * self.np_ ** 2)
         self.c = cl.Buffer(ctx, mf.READ_WRITE, f * n * n)
@@ -134,7 +136,7 @@ class Stream:
         self.free[slot] = events[1]  # the centring is the slot's last reader
         self.queue.flush()
         self.copies.append(("block", copy))
-        self.kernels += list(zip(("sums", "centre", "tiles"), events))
+        self.kernels += list(zip(("sums", "centre") + ("tiles",) * (len(events) - 2), events))
         self.count += 1
         return copy
 
@@ -145,8 +147,8 @@ class Stream:
         rows_p = round_up(rows, ROW_PAD)
         e_centre = launch_centre(self.queue, self.raw[slot], self.shift, self.xc, 1.0, rows, self.n,
                                  rows_p, self.np_)
-        return [e_sum, e_centre, launch_tiles(self.queue, self.xc, self.xc, self.s, rows_p, self.np_,
-                                              self.np_, self.np_, self.tile, accumulate=accumulate)]
+        return flat(e_sum, e_centre, launch_tiles(self.queue, self.xc, self.xc, self.s, rows_p, self.np_,
+                                                  self.np_, self.np_, self.tile, accumulate=accumulate))
 
     def block_seconds(self, repeats=5):
         """Device time of one full block's kernels, the block already on the

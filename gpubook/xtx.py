@@ -151,16 +151,37 @@ def launch_centre(queue, x, shift, xc, scale, m, n, mp, np_, wait_for=None):
                           np.int32(n), np.int32(np_), wait_for=wait_for)
 
 
+def tile_loops(tile, lv=4):
+    """(loop iterations per row, fixed ones) of a work-item of the float register tiles
+    (kernels/tiles/register_tiles.cl), for gpubook.loopcap. Counted in the source as if
+    no loop were unrolled: per chunk of K rows its own iteration, two fetches and two
+    stores of LA and LB loads, and for each row the loops over its WM and WN values and
+    the WM x WN products (either way of the diagonal skip); fixed, the loads before the
+    first chunk, the accumulators' zeroing and stores, and the steps that find the tile.
+    Then doubled: as compiled for Mesa's llvmpipe (LLVM 15, 2026-11-28), a work-item of
+    the 4 x 8 and 8 x 8 blocks looped up to 1.25 times that count per row."""
+    wm, wn, k = tile["WM"], tile["WN"], tile["K"]
+    nt = tiles.work_items(tile)
+    la, lb = -(-k * tile["TM"] // lv // nt), -(-k * tile["TN"] // lv // nt)
+    per_row = 1 + wm // lv + wn // lv + wm + wm // lv * (wn // lv) + wm * wn // lv + wm * wn
+    return 2 * (per_row + (1 + 2 * (la + lb)) / k), 2 * (la + lb + 3 * wm * wn + 3 * wm + 8)
+
+
 def launch_tiles(queue, a, b, s, m, lda, ldb, ldc, tile, pair=None, accumulate=False, wait_for=None,
                  extra=None):
     """S (+)= AᵀB with register tiles (gpubook.tiles, float): over the lower
     triangle of a square S (pair=None, A = B), or over the full rows x cols grid
     of S for two panels (pair=(rows, cols)). Everything is padded: no bounds.
-    extra: more build options ({"DIAG_SKIP": 0}: the kernel before the diagonal skip)."""
+    extra: more build options ({"DIAG_SKIP": 0}: the kernel before the diagonal skip).
+    One launch over the m rows; on a device that stops loops early (gpubook.loopcap)
+    launches of fewer rows, each adding to S: then the list of their events."""
     rows, cols = (lda, lda) if pair is None else pair
-    return tiles.launch(queue, tile, np.float32, a, 0, lda, b, 0, ldb, s, 0, ldc, rows, cols, 0, m,
-                        accumulate=accumulate, triangle=pair is None, aligned=True, wait_for=wait_for,
-                        extra=extra)
+    split = loopcap.launches(queue.device, m, *tile_loops(tile), step=tile["K"],
+                             what=f"register tiles ({tiles.label(tile)})", unit="rows")
+    return loopcap.one_or_all([
+        tiles.launch(queue, tile, np.float32, a, 0, lda, b, 0, ldb, s, 0, ldc, rows, cols, k0, k0 + k,
+                     accumulate=accumulate or k0 > 0, triangle=pair is None, aligned=True,
+                     wait_for=wait_for, extra=extra) for k0, k in split])
 
 
 def launch_finish(queue, s, lds, c, rows, cols, d1, d2, inv_m, mirror=True, wait_for=None):

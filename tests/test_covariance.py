@@ -198,3 +198,81 @@ def test_step_kernels_name_their_local_sizes(cl_env):
     with pytest.raises(ValueError, match="unknown step"):
         cov.step_kernel("tensor_cores")
 
+
+
+# --- a device that stops loops early (gpubook.loopcap; Mesa's llvmpipe: 65,535) ----------
+
+@pytest.fixture
+def capped(cl_env, monkeypatch):
+    """cap(n): this device stops every work-item's loops after n iterations, for one test."""
+    from gpubook import loopcap
+
+    return lambda n: monkeypatch.setitem(loopcap._caps, cl_env[0].int_ptr, n)
+
+
+def rows_cap(step, rows, tile=TILE, t=None):
+    """A cap under which `step` runs `rows` rows per launch (its bound of a row's loops)."""
+    from gpubook import xtx
+
+    per_row, fixed = {"naive": (1, 8), "symmetric": (1, 8), "local_tiles": ((t + 1) / t if t else 0, 8),
+                      "register_tiles": xtx.tile_loops(tile)}[step]
+    return int(np.ceil(fixed + per_row * rows))
+
+
+@pytest.mark.parametrize("step", cv.STEPS)
+def test_a_loop_cap_splits_every_step_over_launches(cl_env, capped, step):
+    """On rusticl (llvmpipe) chapter 6's kernels looped past the cap over the rows and 11
+    cells failed (2026-11-28). With a cap, each step runs blocks of rows in launches under
+    it, their sums added in S, and C is float64's; without one, a single launch as before."""
+    _, ctx, queue = cl_env
+    data = cv.make_data(300, 70, seed=5)                     # 320 padded rows: 3 launches of 128
+    ref = cv.reference(data.x)
+    cov = cv.Covariance(ctx, queue, 300, 70)
+    one = cov.products(step, TILE)
+    assert not isinstance(one, list)                          # PoCL: no cap, one launch
+    t = cov.step_kernel("local_tiles")[1][0] if step == "local_tiles" else None
+    capped(rows_cap(step, 128, t=t))
+    assert cv.check(cov.run(data.x, step, TILE), ref, 1e-4) < 1e-4
+    launches = cov.products(step, TILE)
+    kernels = len(launches) - (2 if step in ("naive", "symmetric") else 0)   # + 2 additions
+    assert kernels == 3
+    events = cov.covariance_events(step, TILE)
+    assert all(isinstance(e, type(one)) for e in events) and len(events) == len(launches) + 1
+    assert gb.time_events(lambda: cov.covariance_events(step, TILE), repeats=1).median > 0
+
+
+def test_launches_stay_under_the_cap_in_whole_steps(cl_env, capped):
+    from gpubook import loopcap
+
+    device = cl_env[0]
+    assert loopcap.launches(device, 300, 1.5, fixed=10, step=64) == [(0, 300)]   # no cap
+    capped(10 + 200)                         # (210 - 10) / 1.5 = 133 items, 128 in steps of 64
+    assert loopcap.launches(device, 300, 1.5, fixed=10, step=64) == [(0, 128), (128, 128), (256, 44)]
+    assert loopcap.launches(device, 100, 1.5, fixed=10, step=64) == [(0, 100)]
+    with pytest.raises(ValueError, match="tiles: a launch of 256 items.*over this device's cap of 210"):
+        loopcap.launches(device, 300, 1.5, fixed=10, step=256, what="tiles")
+    assert loopcap.flat(1, [2, 3], 4) == [1, 2, 3, 4] and loopcap.one_or_all([5]) == 5
+
+
+def test_stream_and_tile_pairs_split_their_blocks_under_a_cap(cl_env, capped, small):
+    device, ctx, queue = cl_env
+    data, ref = small
+    capped(rows_cap("register_tiles", 64))
+    st = cv.Stream(ctx, device, 70, cv.stream_bytes(70, 256), TILE)
+    cv.check(st.run(np.ascontiguousarray(np.vstack([data.x] * 3))), ref, 1e-4)   # blocks of 256 rows
+    # 390 rows: blocks of 256 and 134 (192 padded), in launches of 64
+    assert sum(name == "tiles" for name, _ in st.lanes["compute queue"]) == 4 + 3
+    assert st.block_seconds(repeats=1) > 0
+    pairs = cv.TilePairs(ctx, device, 150, 10**8, TILE, width=64, rows=192)
+    data2 = cv.make_data(200, 150, seed=4)
+    cv.check(pairs.run(data2.x), cv.reference(data2.x), 1e-4)
+    assert len(spans(pairs.lanes)) > 0
+
+
+def test_a_cap_below_one_block_of_rows_is_refused_naming_it(cl_env, capped):
+    _, ctx, queue = cl_env
+    cov = cv.Covariance(ctx, queue, 130, 70)
+    capped(50)                                # below 64 rows of any step
+    for step in cv.STEPS:
+        with pytest.raises(ValueError, match="over this device's cap of 50 iterations"):
+            cov.products(step, TILE)

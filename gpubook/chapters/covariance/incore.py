@@ -7,9 +7,11 @@ paths in `outofcore` beside this module, the tensor cores in `tensor_cores`.
 """
 import numpy as np
 import pyopencl as cl
+import pyopencl.array as cl_array
 
 from ... import launch, tiles
 from ...kernels import kernel
+from ...loopcap import flat, launches, one_or_all
 from ...xtx import (COL_PAD, ROW_PAD, SUM_ROWS, SWEEP, launch_centre, launch_col_sums, launch_finish,
                     launch_tiles, round_up, runnable_tile)
 
@@ -124,6 +126,7 @@ class Covariance:
         zeros = np.zeros(n, np.float32)
         self.zeros = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=zeros)
         self.d = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=zeros)
+        self.part = None   # a second S, made only where a loop cap splits steps 2a and 2b (_part)
         # step 4's tile; where none runs, steps 1-3 still do and step 4 says why not
         try:
             self.tile, self.tile_error = runnable_tile(ctx, self.device), None
@@ -170,22 +173,56 @@ class Covariance:
         raise ValueError(f"unknown step {step!r}; use one of {', '.join(STEPS)}")
 
     def products(self, step, tile=None, extra=None):
-        """Enqueue one step's kernel writing S; returns its event. tile: the register
-        tiles' shape, or step 3's T; extra: more build options of the register tiles."""
-        m, np_ = np.int32(self.mp), np.int32(self.np_)
+        """Enqueue one step's kernel writing S; returns its event (their list where a loop
+        cap split it: row_launches). tile: the register tiles' shape, or step 3's T; extra:
+        more build options of the register tiles."""
+        np_ = np.int32(self.np_)
         if step in ("naive", "symmetric"):
             # np_ is a multiple of COL_PAD, so of any local size: these kernels check no bounds
             k = kernel(self.ctx, f"covariance/{step}.cl", step)
-            return launch.enqueue(self.queue, k, (self.np_, self.np_), (16, 16), self.xc, self.s, m, np_)
+            events = []
+            for xc, rows, later in self.row_launches(step, 1):   # a work-item loops once a row
+                events.append(launch.enqueue(self.queue, k, (self.np_, self.np_), (16, 16), xc,
+                                             self._part() if later else self.s, np.int32(rows), np_))
+                if later:   # these kernels only write S: a later launch's sums are added to it
+                    events.append(self._add_part())
+            return one_or_all(events)
         if step == "local_tiles":
             k, t = local_tiles_kernel(self.ctx, self.device, *([(tile,)] if isinstance(tile, int) else []))
             nt = self.np_ // t
-            return k(self.queue, (nt * (nt + 1) // 2 * t, t), (t, t), self.xc, self.s, m, np_,
-                     np.int32(0))
+            split = self.row_launches(step, (t + 1) / t)   # once a chunk of T rows, T times in it
+            return one_or_all([k(self.queue, (nt * (nt + 1) // 2 * t, t), (t, t), xc, self.s, np.int32(rows),
+                                 np_, np.int32(later)) for xc, rows, later in split])
         if step == "register_tiles":
             return launch_tiles(self.queue, self.xc, self.xc, self.s, self.mp, self.np_, self.np_,
                                 self.np_, tile or self._tile(), extra=extra)
         raise ValueError(f"unknown step {step!r}; use one of {', '.join(STEPS)}")
+
+    def row_launches(self, step, per_row, fixed=8):
+        """(Xc's rows as a buffer, their count, whether a launch before wrote S) of each
+        launch of a step whose work-items loop `per_row` times a row: all of Xc in one
+        launch, but on a device that stops loops early (gpubook.loopcap) blocks of ROW_PAD
+        rows at a time (sub-buffers: 64 padded rows start on a 32 KiB boundary) each within
+        its cap."""
+        split = launches(self.device, self.mp, per_row, fixed, step=ROW_PAD, what=f"step {step!r}",
+                         unit="rows")
+        if len(split) == 1:
+            return [(self.xc, self.mp, False)]
+        row = 4 * self.np_
+        return [(self.xc.get_sub_region(row * i0, row * rows), rows, i0 > 0) for i0, rows in split]
+
+    def _part(self):
+        """A second S, for the sums of a later launch of the kernels that only write S."""
+        if self.part is None:
+            self.part = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, 4 * self.np_ ** 2)
+        return self.part
+
+    def _add_part(self):
+        """S += the second S (PyOpenCL's own element-wise kernel); its event."""
+        s, part = (cl_array.Array(self.queue, (self.np_ ** 2,), np.float32, data=b)
+                   for b in (self.s, self.part))
+        s += part
+        return s.events[-1]
 
     def _tile(self):
         """Step 4's tile, or the TileError that says why none runs here."""
@@ -200,7 +237,7 @@ class Covariance:
 
     def covariance_events(self, step, tile=None, extra=None):
         """One step from centred data to C: its kernel and the finishing kernel."""
-        return [self.products(step, tile, extra), self.finish()]
+        return flat(self.products(step, tile, extra), self.finish())
 
     def result(self):
         out = np.empty((self.n, self.n), np.float32)

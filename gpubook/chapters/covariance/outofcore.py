@@ -18,6 +18,7 @@ import numpy as np
 import pyopencl as cl
 
 from ...device import pinned_empty
+from ...loopcap import flat, loop_cap
 from ...stream import (_queues, blocks, check_features, check_host_rows, mean_offsets, stream_bytes,
                       undefined_columns)
 from ...xtx import COL_PAD, ROW_PAD, SUM_ROWS, launch_centre, launch_col_sums, launch_finish, launch_tiles, round_up
@@ -54,6 +55,7 @@ class TilePairs:
             raise ValueError(f"panel width {self.width} is not a multiple of the tile width {tile['TM']}")
         self.bytes = pair_bytes(self.width, self.rows)
         self.copyq, self.queue = _queues(ctx, device)
+        loop_cap(device)   # probed now, not in a timed run (launch_tiles asks)
         mf, f, w, r = cl.mem_flags, 4, self.width, self.rows
         self.s = cl.Buffer(ctx, mf.READ_WRITE, f * w * w)
         self.c = cl.Buffer(ctx, mf.READ_WRITE, f * w * w)
@@ -115,9 +117,9 @@ class TilePairs:
                                                panel[1], rows_p, self.width, wait_for=[copy])
                     kernels.append(("centre", last[slot]))
                 b = self.xc[0] if diag else self.xc[1]
-                kernels.append(("tiles", launch_tiles(self.queue, self.xc[0], b, self.s, rows_p, self.width,
-                                                      self.width, self.width, self.tile,
-                                                      pair=(self.width, self.width), accumulate=k > 0)))
+                kernels += [("tiles", e) for e in flat(launch_tiles(
+                    self.queue, self.xc[0], b, self.s, rows_p, self.width, self.width, self.width, self.tile,
+                    pair=(self.width, self.width), accumulate=k > 0))]
                 self.queue.flush()
                 step += 1
             (j1, w1), (j2, w2) = pp
