@@ -22,8 +22,9 @@ def main():
     ghz = clock.measure(ctx, queue, device).ghz
     print(f"{name}: SM clock under load {ghz:.4f} GHz")
     got = machine.loaded.measure(ctx, queue, device, scale, ghz)
-    print("latency under load:", {k: round(v, 3) if isinstance(v, float) else v
-                                  for k, v in got.items()})
+    print("latency under load:", {k: v for k, v in got.items() if k != "points"})
+    for p in got.get("points", []):
+        print("   ", {k: round(v, 1) for k, v in p.items()})
     prob = lr.problem(scale)
     trainer = lr.Trainer(ctx, queue, prob)
     n = 128

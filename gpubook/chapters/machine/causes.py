@@ -138,30 +138,32 @@ def stride1_cause(row, whose, reads, warp=32):
                  glue=False, kind="cause", conflicts=conflicts, waves=waves, ideal=ideal)
 
 
-def loaded_latency_cause(loaded, read_gbs):
-    """The machine page (kind "cause"): a load waits longer when memory is busy. The
-    read kernel's own loads, timed from inside (gpubook.chapters.machine.loaded), take
-    over 1.2x as long with every compute unit reading as with one work-group alone,
-    and the loaded launch really read at memory's rate (within 20% of the read rate).
-    Were the chase's idle latency the one a streaming kernel sees, the two would match.
-    `loaded`: loaded.measure's dict (with why_not where the counter is not read)."""
-    got = loaded if loaded and "loaded_ns" in loaded else {}
-    alone, busy, gbs = got.get("alone_ns"), got.get("loaded_ns"), got.get("loaded_gbs")
-    return claim("loaded_latency_longer", "share >= 0.8 and ratio > 1.2",
-                 "Timed from inside the read kernel with `%clock64`, a load took "
-                 "{alone:,.0f} ns with one work-group on the device and {busy:,.0f} ns "
-                 "({ratio:.1f}×) while every compute unit read, at {gbs:,.0f} GB/s "
-                 "({share:.0%} of the read rate): in full queues a load waits longer, so "
-                 "Little's law here takes the latency under load",
-                 "Timed from inside the read kernel, a load took {alone:,.0f} ns alone "
-                 "and {busy:,.0f} ns ({ratio:.2f}×) while the device read at {gbs:,.0f} "
-                 "GB/s ({share:.0%} of the read rate): that run does not show a load "
-                 "waiting longer under load. Little's law here takes the latency under "
-                 "load all the same",
+def queues_past_the_knee(loaded, read_gbs):
+    """The machine page (kind "cause"): past the knee, more loads in flight only lengthen
+    the queues. The read kernel's own loads, timed from inside at several launch sizes
+    (gpubook.chapters.machine.loaded): from the knee (the smallest launch within 10% of
+    the best rate) to the read kernel's full launch the rate grows by under 10% while a
+    load's wait grows by over half: by Little's law the extra bytes in flight sit in
+    queues. Were memory still short of loads at the knee, the rate would grow with them
+    and the wait would not. `loaded`: loaded.measure's dict (why_not where not read)."""
+    got = loaded if loaded and "knee" in loaded else {}
+    knee, full = got.get("knee") or {}, got.get("full") or {}
+    values = dict(alone=got.get("alone_ns"), knee_ns=knee.get("ns"), knee_gbs=knee.get("gbs"),
+                  knee_items=knee.get("items_per_cu"), full_ns=full.get("ns"),
+                  full_gbs=full.get("gbs"), full_items=full.get("items_per_cu"),
+                  read_gbs=read_gbs)
+    said = ("Timed from inside the read kernel with `%clock64`, a load waited {alone:,.0f} ns "
+            "with one work-group on the device. Memory read {knee_gbs:,.0f} GB/s, within 10% "
+            "of its best, from {knee_items:,.0f} work-items per compute unit, where a load "
+            "waited {knee_ns:,.0f} ns; with the read kernel's {full_items:,.0f} it read "
+            "{full_gbs:,.0f} GB/s and a load waited {full_ns:,.0f} ns")
+    return claim("queues_past_the_knee", "full_gbs < 1.1 * knee_gbs and full_ns > 1.5 * knee_ns",
+                 said + ": past the knee, more loads in flight only lengthen the queues, so "
+                 "Little's law takes the knee's wait",
+                 said + ": the read kernel's own launch is at or near the knee, so Little's law "
+                 "takes the knee's wait",
                  missing="The latency under load is not measured here: "
                          + (loaded or {}).get("why_not", "no counter was read") + ". So "
                          "Little's law takes the pointer chase's latency, with the device "
                          "idle: the least that must be in flight",
-                 glue=False, kind="cause", alone=alone, busy=busy, gbs=gbs,
-                 ratio=busy / alone if busy and alone else None,
-                 share=gbs / read_gbs if gbs and read_gbs else None)
+                 glue=False, kind="cause", **values)

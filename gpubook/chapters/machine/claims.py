@@ -7,7 +7,7 @@ from ...curves import human_bytes, middle_level
 # the causes live in causes.py; the pages reach them here
 from .causes import (  # noqa: F401
     _kib, fma_clock_cause, l1_size_cause, chase_latency_cause, read_l1_cause, stride1_cause,
-    loaded_latency_cause)
+    queues_past_the_knee)
 
 
 def little_sentence(little, arch_name=None, glue_name=None, glue=True):
