@@ -64,7 +64,7 @@ H100_LIKE = {"alone_ns": 170.0, "knee": point(248, 3900.0, 560.0),
 
 @pytest.mark.parametrize("given, held", [
     (H100_LIKE, True),
-    ({**H100_LIKE, "full": point(993, 4050.0, 700.0)}, False),   # no longer wait
+    ({**H100_LIKE, "full": point(993, 4050.0, 600.0)}, False),   # the wait grew as the rate
     ({**H100_LIKE, "knee": point(993, 4050.0, 1290.0)}, False),  # the knee is the full launch
 ])
 def test_the_claim_needs_the_rate_flat_and_the_wait_longer_past_the_knee(given, held):
