@@ -46,14 +46,14 @@ def test_list_fitness_exact(cl_env, step, n):
     buf = cla.to_device(queue, y)
     ref = sc.fitness_reference(-np.arange(n, dtype=np.float64), y)
     for wg in {gb.launch.largest(device, w) for w in (32, 128)}:   # what a small device runs
-        assert sc.ListFitness(ctx, queue, step, wg=wg, items=4).fitness(buf.data, n) == pytest.approx(ref, abs=1e-12)
+        assert sc.ListFitness(ctx, queue, step, wg=wg, items=4).fitness(buf, n) == pytest.approx(ref, abs=1e-12)
 
 
 def test_list_fitness_refuses_one_class_and_bad_work_groups(cl_env):
     _, ctx, queue = cl_env
     buf = cla.to_device(queue, np.ones(10, np.int32))
     with pytest.raises(ValueError, match="one class"):
-        sc.ListFitness(ctx, queue, "1_hillis_steele").fitness(buf.data, 10)
+        sc.ListFitness(ctx, queue, "1_hillis_steele").fitness(buf, 10)
     with pytest.raises(ValueError, match="not a power of two"):
         sc.ListFitness(ctx, queue, "2_work_efficient", wg=48)
     with pytest.raises(ValueError, match="unknown step"):
@@ -70,7 +70,7 @@ def test_device_scan_odd_sizes_one_element_many_tiles(cl_env, step, stage):
         x = np.random.default_rng(n).random(n, dtype=np.float32)
         src, dst = cla.to_device(queue, x), cla.zeros(queue, n, np.float32)
         for _ in range(2):  # a second scan of the same size reuses the status words
-            ds.enqueue(src.data, dst.data, n)
+            ds.enqueue(src, dst, n)
             ref = np.cumsum(x, dtype=np.float64)
             assert np.max(np.abs(dst.get() - ref)) <= 1e-5 * ref[-1]
 
@@ -147,7 +147,7 @@ def test_warp_shuffle_scan_is_gated_on_nvidia_with_a_reason(cl_env):
         x = np.random.default_rng(1).random(100_003, dtype=np.float32)
         src = cl.Buffer(ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=x)
         dst = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, x.nbytes)
-        scan.enqueue(src, dst, x.size)
+        scan.enqueue(src, dst, x.size, np.float32)
         got = np.empty_like(x)
         cl.enqueue_copy(queue, got, dst)
         ref = np.cumsum(x, dtype=np.float64)

@@ -25,7 +25,7 @@ def device_scan(cl_env, x, step, stage=True):
     device, ctx, queue = cl_env
     ds = sc.DeviceScan(ctx, queue, step, wg=gb.launch.largest(device, 64), items=8, stage=stage)
     src, dst = cla.to_device(queue, x), cla.empty(queue, x.size, np.float32)
-    ds.enqueue(src.data, dst.data, x.size)
+    ds.enqueue(src.data, dst.data, x.size, np.float32)
     return dst.get()
 
 
@@ -55,7 +55,7 @@ def test_device_scan_refuses_n_beyond_its_buffers_and_wrong_arrays(cl_env):
     ds = sc.DeviceScan(ctx, queue, sc.DEVICE_STEPS[1])
     src, dst = cla.to_device(queue, np.ones(1000, np.float32)), cla.empty(queue, 500, np.float32)
     with pytest.raises(ValueError, match=r"n = 1,001 is more than src holds \(1,000 float32 items\)"):
-        ds.enqueue(src.data, src.data, 1001)
+        ds.enqueue(src.data, src.data, 1001, np.float32)
     with pytest.raises(ValueError, match=r"n = 600 is more than dst holds \(500 float32 items\)"):
         ds.enqueue(src, dst, 600)
     with pytest.raises(TypeError, match="src: expected float32 items, got a pyopencl array of float64"):
@@ -116,9 +116,15 @@ def test_list_fitness_refuses_n_of_0_1_and_beyond_the_buffer(cl_env, step):
         with pytest.raises(ValueError, match=f"n = {n}: fewer than 2 examples"):
             lf.fitness(labels, n)
     with pytest.raises(ValueError, match=r"n = 5 is more than sorted_labels holds \(4 int32 items\)"):
-        lf.fitness(cla.to_device(queue, labels).data, 5)
+        lf.fitness(cla.to_device(queue, labels).data, 5, np.int32)
     with pytest.raises(TypeError, match="sorted_labels: expected int32 items"):
         lf.fitness(cla.to_device(queue, labels.astype(np.int64)), 4)
+    # a bare buffer carries no dtype: an int64 one read as int32 would be wrong in silence
+    wide = cla.to_device(queue, labels.astype(np.int64)).data
+    with pytest.raises(TypeError, match="carries no dtype"):
+        lf.fitness(wide, 4)
+    with pytest.raises(TypeError, match="expected int32 items, got a buffer of int64"):
+        lf.fitness(wide, 4, np.int64)
     ref = sc.fitness_reference(-np.arange(4.0), labels)
     assert lf.fitness(cla.to_device(queue, labels), 4) == pytest.approx(ref, abs=1e-12)
 
@@ -204,3 +210,14 @@ def test_population_ties_minus_zero_with_plus_zero(cl_env, shortcut):
     flipped = np.where(zeros, -scores, scores).astype(np.float32)   # every zero's sign swapped
     assert np.array_equal(sc.Population(ctx, queue, 256, shortcut, wg=32).fitness(flipped, labels),
                           got)
+
+
+def test_device_scan_refuses_a_bare_buffer_whose_dtype_it_cannot_know(cl_env):
+    _, ctx, queue = cl_env
+    ds = sc.DeviceScan(ctx, queue, "3_reduce_then_scan")
+    x64 = cla.to_device(queue, np.ones(1000))                 # float64
+    dst = cla.empty(queue, 2000, np.float32)
+    with pytest.raises(TypeError, match="src is a bare cl.Buffer, which carries no dtype"):
+        ds.enqueue(x64.data, dst.data, 1000)                  # read as float32, it was wrong
+    with pytest.raises(TypeError, match="src: expected float32 items, got a buffer of float64"):
+        ds.enqueue(x64.data, dst.data, 1000, np.float64)

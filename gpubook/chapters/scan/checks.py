@@ -77,9 +77,11 @@ def count(n, name="n", most=2**31 - 1):
     return int(n)
 
 
-def device_buffer(arg, name, n, dtype):
-    """The cl.Buffer of `arg`, a cl.Buffer or a contiguous pyopencl array of `dtype`
-    from its buffer's start, after checking that it holds at least n items."""
+def device_buffer(arg, name, n, dtype, said=None):
+    """The cl.Buffer of `arg`, a contiguous pyopencl array of `dtype` from its buffer's
+    start, or a bare cl.Buffer whose dtype the caller says (`said`: a buffer carries
+    none, and one of another type would be read as `dtype` without a word), after
+    checking that it holds at least n items."""
     dtype = np.dtype(dtype)
     if isinstance(arg, cla.Array):
         if arg.dtype != dtype:
@@ -89,6 +91,14 @@ def device_buffer(arg, name, n, dtype):
                              "start of its buffer; pass a copy")
         have, buf = arg.size, arg.data
     elif isinstance(arg, cl.Buffer):
+        if said is None:
+            raise TypeError(f"{name} is a bare cl.Buffer, which carries no dtype (one of "
+                            f"another type would be read as {dtype} items): pass the "
+                            f"pyopencl array it belongs to, or dtype=np.{dtype} to say "
+                            f"that it holds {dtype}")
+        if np.dtype(said) != dtype:
+            raise TypeError(f"{name}: expected {dtype} items, got a buffer of {np.dtype(said)}, "
+                            "by dtype")
         have, buf = arg.size // dtype.itemsize, arg
     else:
         raise TypeError(f"{name}: expected a cl.Buffer or a pyopencl array of {dtype}, "

@@ -39,7 +39,7 @@ def list_run(ctx, queue, device, scores, labels, n_list):
             except launch.LaunchError as err:  # more work-items or local memory
                 skipped.append(f"{step}, WG={wg}: {err}")
                 continue
-            got = kernels[step, wg].fitness(buf.data, n_list)
+            got = kernels[step, wg].fitness(buf, n_list)
             assert abs(got - list_ref) < 1e-12, (step, wg, got, list_ref)
     return types.SimpleNamespace(buf=buf, ref=list_ref, n=n_list, kernels=kernels,
                                  skipped=skipped)
@@ -51,7 +51,7 @@ def list_sweep(lists):
     records = sweep(
         "work_items", wgs, list(LIST_STEPS),
         lambda step, wg: time_events(
-            lambda: lists.kernels[step, wg].enqueue(lists.buf.data, lists.n), repeats=5)
+            lambda: lists.kernels[step, wg].enqueue(lists.buf, lists.n), repeats=5)
         if (step, wg) in lists.kernels else stats([np.nan]),
         amount=lambda step, wg: lists.n / 1e9)
     return [r for r in records if np.isfinite(r["median_s"])]
@@ -89,7 +89,7 @@ def device_run(ctx, queue, device, n_scan):
                 shuffle_skipped.append(str(err))
     for m_ in (n_scan, n_scan - 12_345, 1):
         for name, ds in scans.items():
-            ds.enqueue(src.data, dst.data, m_)
+            ds.enqueue(src, dst, m_)
             err = np.max(np.abs(dst.get()[:m_] - ref[:m_])) / ref[m_ - 1]
             assert err < SCAN_RTOL, (name, m_, err)
     # PyOpenCL's scan has a non-empty compiler log on some drivers: chatter
@@ -114,7 +114,7 @@ def time_scan(run, name, m_, repeats):
             run.lib_scan(run.src[:m_], run.dst[:m_], queue=run.queue)
             return [start, cl.enqueue_marker(run.queue)]
         return time_events(launch_lib, repeats=repeats)
-    return time_events(lambda: run.scans[name].enqueue(run.src.data, run.dst.data, m_),
+    return time_events(lambda: run.scans[name].enqueue(run.src, run.dst, m_),
                        repeats=repeats)
 
 

@@ -125,7 +125,7 @@ class ListFitness:
         self.ctx, self.queue = ctx, queue
         self.out = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16)
 
-    def _on_device(self, sorted_labels, n):
+    def _on_device(self, sorted_labels, n, dtype=None):
         """A device buffer of the first n labels (n >= 2): a buffer (or pyopencl array of
         int32) as it is, a NumPy array of integer labels, checked, copied to a new one."""
         if count(n) < 2:
@@ -142,23 +142,23 @@ class ListFitness:
         if not isinstance(sorted_labels, (cl.Buffer, cla.Array)):
             raise TypeError("expected the sorted labels as a device buffer or a NumPy array of int32, "
                             f"got {type(sorted_labels).__name__}")
-        return device_buffer(sorted_labels, "sorted_labels", n, np.int32)
+        return device_buffer(sorted_labels, "sorted_labels", n, np.int32, dtype)
 
-    def enqueue(self, sorted_labels, n):
-        """sorted_labels: n int32 labels in fitness order, a device buffer (a
-        NumPy array is copied to the device first)."""
-        buf = self._on_device(sorted_labels, n)
+    def enqueue(self, sorted_labels, n, dtype=None):
+        """sorted_labels: n int32 labels in fitness order, a pyopencl array (a bare
+        cl.Buffer with dtype=np.int32; a NumPy array is copied to the device first)."""
+        buf = self._on_device(sorted_labels, n, dtype)
         return self.kernel(self.queue, (self.wg,), (self.wg,), buf, np.int32(n), self.out)
 
-    def fitness(self, sorted_labels, n):
-        """The fitness of the first n labels (0 or 1) in fitness order; labels on the
-        device are read back once to check that they are 0 or 1."""
-        buf = self._on_device(sorted_labels, n)
+    def fitness(self, sorted_labels, n, dtype=None):
+        """The fitness of the first n labels (0 or 1) in fitness order (as for
+        `enqueue`); labels on the device are read back once to check that they are 0 or 1."""
+        buf = self._on_device(sorted_labels, n, dtype)
         if not isinstance(sorted_labels, np.ndarray):
             host = np.empty(n, np.int32)
             cl.enqueue_copy(self.queue, host, buf)
             check_labels(host, "sorted_labels")
-        self.enqueue(buf, n)
+        self.enqueue(buf, n, np.int32)
         out = np.empty(2, np.uint64)
         cl.enqueue_copy(self.queue, out, self.out)
         positives = int(out[1])
@@ -258,13 +258,13 @@ class DeviceScan:
         entry[2] += 1
         return entry
 
-    def enqueue(self, src, dst, n):
-        """Scan the first n floats of `src` into `dst` (each a cl.Buffer or a float32
-        pyopencl array, of at least n floats); returns every event of the scan (none
-        for n = 0)."""
+    def enqueue(self, src, dst, n, dtype=None):
+        """Scan the first n floats of `src` into `dst` (each a float32 pyopencl array,
+        or a bare cl.Buffer with dtype=np.float32, of at least n floats); returns every
+        event of the scan (none for n = 0)."""
         n = count(n, "n", 2**32 - 1)
-        src = device_buffer(src, "src", n, np.float32)
-        dst = device_buffer(dst, "dst", n, np.float32)
+        src = device_buffer(src, "src", n, np.float32, dtype)
+        dst = device_buffer(dst, "dst", n, np.float32, dtype)
         if n == 0:
             return []
         tiles = -(-n // self.tile)
