@@ -200,7 +200,7 @@ def test_list_fitness_takes_a_numpy_array_or_says_what_it_wants():
     ref = sc.fitness_reference(-np.arange(1000, dtype=np.float64), labels)
     lf = sc.ListFitness(ctx, queue, sc.LIST_STEPS[1], wg=gb.launch.largest(queue.device, 64))
     device_copy = cl.Buffer(ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=labels)
-    assert abs(lf.fitness(device_copy, 1000) - ref) < 1e-12
+    assert abs(lf.fitness(device_copy, 1000, np.int32) - ref) < 1e-12
     assert abs(lf.fitness(labels, 1000) - ref) < 1e-12                  # copied to the device
     assert abs(lf.fitness(labels.astype(np.int64), 1000) - ref) < 1e-12
     with pytest.raises(ValueError, match="at least n = 1,000 integer labels"):

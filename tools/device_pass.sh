@@ -55,7 +55,14 @@ if [ "${LANES:-1}" -gt 1 ]; then
   export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
   first=(); rest=(); last=()
   for nb in "$@"; do
-    case "$(basename "$nb")" in 00_*) first+=("$nb");; 10_*) last+=("$nb");; *) rest+=("$nb");; esac
+    case "$(basename "$nb")" in 00_*) ;; 10_*) last+=("$nb");; *) rest+=("$nb");; esac
+  done
+  # chapter 0 in the order its pages read each other: the device page (the copy figure and
+  # the SM clock), the machine page (Little's law), then the other chapter 0 pages
+  for want in 00_device 00_machine 00_; do
+    for nb in "$@"; do
+      b=$(basename "$nb"); case "$b" in "$want"*) case " ${first[*]} " in *" $nb "*) ;; *) first+=("$nb");; esac;; esac
+    done
   done
   for nb in "${first[@]}"; do
     s=$(date +%s); CUDA_VISIBLE_DEVICES=0 PYOPENCL_CTX=0 GPUBOOK_SCALE=full timeout $left \

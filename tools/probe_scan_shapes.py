@@ -1,6 +1,6 @@
 """GPU host: the single-pass scan (chapter 7) over a grid of tile shapes at 2^28
 floats, each checked against the float64 prefix sums, with its rate against chapter
-0's copy figure. For issue 48's question: which shape reaches the copy rate here.
+0's copy figure: which shape, if any, reaches the copy rate on this card.
 
     PYOPENCL_CTX=0 python tools/probe_scan_shapes.py [WG...]
 """
