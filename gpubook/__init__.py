@@ -22,7 +22,7 @@ from .claims import claim
 from .host import host_baseline
 from .kernels import KernelBuildError, build, kernel, show_diff, show_kernel
 from .launch import LaunchError
-from .loopcap import loop_cap, note as loop_cap_note
+from .loopcap import LoopCapError, loop_cap, note as loop_cap_note
 from .limits import copy_gbs, fp32_gflops, fp64_gflops, h2d_gbs
 from .plot import new_figure, plot_sweep, plot_time_bars
 from .records import device_slug, load_results, other_devices, record, recorded_limits

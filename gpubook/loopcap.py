@@ -58,6 +58,11 @@ def loop_cap(device, ctx=None):
     return _caps[key]
 
 
+class LoopCapError(ValueError):
+    """A shape that cannot run under this device's loop cap even split over launches:
+    the message names the cap. A page catches it to say so in one line."""
+
+
 def launches(device, count, per_item, fixed=0, step=1, what="a launch", unit="items"):
     """[(first, how many)] of the launches that cover `count` items (rows, iterations) on
     `device`: [(0, count)], one launch, where it runs loops to the end; where it has a loop
@@ -69,7 +74,7 @@ def launches(device, count, per_item, fixed=0, step=1, what="a launch", unit="it
         return [(0, count)]
     most = int((cap - fixed) // per_item) // step * step
     if most < step:
-        raise ValueError(f"{what}: a launch of {step:,} {unit}, the fewest it takes, loops about "
+        raise LoopCapError(f"{what}: a launch of {step:,} {unit}, the fewest it takes, loops about "
                          f"{fixed + per_item * step:,.0f} times per work-item, over this device's cap of "
                          f"{cap:,} iterations per work-item and launch (gpubook.loopcap)")
     return [(first, min(most, count - first)) for first in range(0, count, most)] or [(0, count)]

@@ -17,7 +17,7 @@ import pyopencl as cl
 from ...device import check_work_group
 from ...kernels import kernel as _kernel
 from ...logistic import check_data, real_array, train, two_classes
-from ...loopcap import loop_cap
+from ...loopcap import LoopCapError, loop_cap
 from ...paths import KERNELS
 from ...timing import time_events
 
@@ -202,7 +202,7 @@ def iterations_per_launch(cap, J, K, iterations, work_items=1):
     loops = -(-(2 * J * K + J) // n) + n * K + 2 * K * max(1, n.bit_length()) + 2 * K + 1
     per = cap // loops
     if per < 1:
-        raise ValueError(f"one iteration at J={J}, K={K} on {n} work-item(s) loops longer than this "
+        raise LoopCapError(f"one iteration at J={J}, K={K} on {n} work-item(s) loops longer than this "
                          f"device's cap of {cap:,} iterations per work-item and launch (gpubook.loopcap)")
     return min(per, iterations)
 
