@@ -3,9 +3,9 @@
 A page that counts cycles needs the clock the SMs ran at, not the data sheet's
 maximum: under a full FMA load a GPU may run below its boost clock. On NVIDIA,
 kernels/device/sm_clock.cl reads each work-group's SM cycle counter and the GPU's
-nanosecond timer around a loop that keeps every SM busy; their ratio is the
-clock in GHz. Other devices have no such counters in OpenCL C, and `measure`
-says so instead of guessing.
+nanosecond timer (device/nv_clock.cl's reads) around a loop that keeps every SM busy;
+their ratio is the clock in GHz. Other devices have no such counters in OpenCL C,
+and `measure` says so instead of guessing.
 """
 from dataclasses import dataclass
 
@@ -47,7 +47,7 @@ def stamps(ctx, queue, device, iters=32768, groups_per_cu=4, nv_ptx=None):
     """Launch the clock kernel over every compute unit; returns (per work-group
     stamps as an array of [cycles, ns, SM, start ns], the chains' outputs)."""
     nv_ptx = why_not(device) is None if nv_ptx is None else nv_ptx
-    kern = kernel(ctx, "device/sm_clock.cl", "sm_clock",
+    kern = kernel(ctx, ("device/nv_clock.cl", "device/sm_clock.cl"), "sm_clock",
                   {"ITERS": int(iters), "NV_PTX": int(bool(nv_ptx))})
     local = launch.local_size(kern, device, (256,))
     groups = compute_units(device) * int(groups_per_cu)

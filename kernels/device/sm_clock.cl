@@ -4,41 +4,12 @@
 // work-group reads the SM's cycle counter (%clock64) and the GPU's nanosecond
 // timer (%globaltimer) before and after its loop, and the SM it ran on
 // (%smid): cycles over nanoseconds is the clock its SM ran at under load.
-// Only NVIDIA's OpenCL compiles this inline PTX (build with -DNV_PTX=1);
-// elsewhere the stamps are zeros and the host says the clock is not read.
+// Only NVIDIA's OpenCL reads them (build with -DNV_PTX=1); elsewhere the stamps
+// are zeros and the host says the clock is not read.
 #ifndef ITERS
 #define ITERS 4096
 #endif
-#ifndef NV_PTX
-#define NV_PTX 0
-#endif
-
-static ulong cycles(void)
-{
-    ulong c = 0;
-#if NV_PTX
-    asm volatile("mov.u64 %0, %%clock64;" : "=l"(c) : : "memory");
-#endif
-    return c;
-}
-
-static ulong nanoseconds(void)
-{
-    ulong t = 0;
-#if NV_PTX
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) : : "memory");
-#endif
-    return t;
-}
-
-static uint sm_id(void)
-{
-    uint s = 0;
-#if NV_PTX
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-#endif
-    return s;
-}
+// cycles(), nanoseconds() and sm_id() come from device/nv_clock.cl, joined before.
 
 // out: one float per work-item (the chains' sum, so no step is dead code).
 // stamps: per work-group, cycles, nanoseconds, SM and start time.

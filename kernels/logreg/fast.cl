@@ -37,22 +37,16 @@
 #define ROW(e) (id + (e) * N)
 #endif
 
-// PHASES=1 (NVIDIA only: %clock64 through inline PTX) times each iteration in
-// two phases, the examples and then the sum and update: lane 0 of every warp
-// reads the SM's cycle counter at three points and writes its two totals to
-// phases[2 * warp] and phases[2 * warp + 1], a fourth kernel argument.
+// PHASES=1 (NVIDIA only, built after device/nv_clock.cl with NV_PTX=1) times
+// each iteration in two phases, the examples and then the sum and update: lane 0
+// of every warp reads the SM's cycle counter (cycles()) at three points and writes
+// its two totals to phases[2 * warp] and phases[2 * warp + 1], a fourth argument.
 #if defined(PHASES) && PHASES
-inline ulong phase_clock(void)
-{
-    ulong c;
-    asm volatile("mov.u64 %0, %%clock64;" : "=l"(c) : : "memory");
-    return c;
-}
 #define PHASE_ARG , __global ulong *phases
 #define PHASE_VARS ulong c0 = 0, c1 = 0, in_examples = 0, in_sum = 0
-#define PHASE_START c0 = phase_clock()
-#define PHASE_MARK c1 = phase_clock(); in_examples += c1 - c0
-#define PHASE_END in_sum += phase_clock() - c1
+#define PHASE_START c0 = cycles()
+#define PHASE_MARK c1 = cycles(); in_examples += c1 - c0
+#define PHASE_END in_sum += cycles() - c1
 #define PHASE_STORE if ((id & 31) == 0) { phases[2 * (id >> 5)] = in_examples; \
                                           phases[2 * (id >> 5) + 1] = in_sum; }
 #else

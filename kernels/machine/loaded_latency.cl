@@ -9,9 +9,6 @@
 // streams as the read kernel does. Launched over the whole device the loads
 // wait in full queues; launched as one work-group, alone.
 // Elsewhere (NV_PTX=0) the stamps are zeros and the host says why.
-#ifndef NV_PTX
-#define NV_PTX 0
-#endif
 #ifndef TIMED
 #define TIMED 16
 #endif
@@ -19,14 +16,7 @@
 #define SKIP 8
 #endif
 
-static ulong cycles(void)
-{
-    ulong c = 0;
-#if NV_PTX
-    asm volatile("mov.u64 %0, %%clock64;" : "=l"(c) : : "memory");
-#endif
-    return c;
-}
+// cycles() comes from device/nv_clock.cl, joined before.
 
 // src is not restrict: the counter reads claim all memory, so no load moves
 // across them. stamps: per work-group, the cycles of its TIMED loads together.

@@ -38,9 +38,10 @@ def measure(trainer, device, work_items, defines, iterations, ghz):
 
 def _timed(trainer, work_items, defines, iterations, ghz):
     prob, queue = trainer.prob, trainer.queue
-    knl = kernel(queue.context, "logreg/fast.cl", "train",
+    knl = kernel(queue.context, ("device/nv_clock.cl", "logreg/fast.cl"), "train",
                  {"J": prob.J, "K": prob.K, "N": work_items, **dict(defines),
-                  "ITERS": int(iterations), "RATE": rate_literal(prob.rate), "PHASES": 1})
+                  "ITERS": int(iterations), "RATE": rate_literal(prob.rate), "PHASES": 1,
+                  "NV_PTX": 1})
     warps = work_items // WARP
     out = cl.Buffer(queue.context, cl.mem_flags.WRITE_ONLY, 16 * warps)
     cl.enqueue_copy(queue, trainer.w, trainer.zeros)

@@ -31,7 +31,8 @@ class TimedReader(Reader):
 
     def __init__(self, ctx, queue, device, top, scale):
         super().__init__(ctx, queue, device, top, scale, blocked=False)
-        self.timed = kernel(ctx, "machine/loaded_latency.cl", "loaded_latency",
+        self.timed = kernel(ctx, ("device/nv_clock.cl", "machine/loaded_latency.cl"),
+                            "loaded_latency",
                             {"NV_PTX": int(clock.why_not(device) is None),
                              "TIMED": TIMED, "SKIP": SKIP})
         self.cus = compute_units(device)
