@@ -20,3 +20,18 @@ def real_array(name, a, ndim):
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return arr
+
+
+def bare_buffer_items(buf, name, dtype, said):
+    """How many `dtype` items a bare cl.Buffer holds, where its caller says (`said`)
+    what it holds: a buffer carries no dtype, and one of another type would be read
+    as `dtype` without a word, so none said, or another, is a TypeError."""
+    dtype = np.dtype(dtype)
+    if said is None:
+        raise TypeError(f"{name} is a bare cl.Buffer, which carries no dtype (one of another "
+                        f"type would be read as {dtype} values): pass the pyopencl array it "
+                        f"belongs to, or dtype=np.{dtype} to say that it holds {dtype}")
+    if np.dtype(said) != dtype:
+        raise TypeError(f"{name}: expected {dtype} items, got a buffer of {np.dtype(said)}, "
+                        "by dtype")
+    return buf.size // dtype.itemsize

@@ -15,6 +15,7 @@ import pyopencl.array as cla
 
 from ... import launch
 from ...device import check_work_group, compute_units, default_work_group
+from ...inputs import bare_buffer_items
 from ...kernels import kernel
 
 STEPS = ("1_interleaved", "2_sequential", "3_first_add", "4_multi", "5_unrolled")
@@ -142,14 +143,7 @@ def _checked_source(src, n, dtype=None):
             raise ValueError(f"src must be contiguous, not strided {src.strides} (pass a copy)")
         size, buf = src.size, (src.copy() if src.offset else src).data
     elif isinstance(src, cl.Buffer):
-        if dtype is None:
-            raise TypeError("src is a bare cl.Buffer, which carries no dtype (a float64 one "
-                            "would be summed as twice as many float32 values): pass the "
-                            "pyopencl.array.Array it belongs to, or dtype=np.float32 to say "
-                            "that it holds float32")
-        if np.dtype(dtype) != np.float32:
-            raise TypeError(f"src holds {np.dtype(dtype)}, by dtype; DeviceSum sums float32")
-        size, buf = src.size // 4, src
+        size, buf = bare_buffer_items(src, "src", np.float32, dtype), src
     else:
         raise TypeError(f"src must be a pyopencl.array.Array or cl.Buffer of float32 on the device, "
                         f"not {type(src).__name__} (copy host data with pyopencl.array.to_device)")

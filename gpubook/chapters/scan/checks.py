@@ -6,6 +6,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from ... import launch
+from ...inputs import bare_buffer_items
 
 
 def check_labels(labels, name="labels"):
@@ -91,15 +92,7 @@ def device_buffer(arg, name, n, dtype, said=None):
                              "start of its buffer; pass a copy")
         have, buf = arg.size, arg.data
     elif isinstance(arg, cl.Buffer):
-        if said is None:
-            raise TypeError(f"{name} is a bare cl.Buffer, which carries no dtype (one of "
-                            f"another type would be read as {dtype} items): pass the "
-                            f"pyopencl array it belongs to, or dtype=np.{dtype} to say "
-                            f"that it holds {dtype}")
-        if np.dtype(said) != dtype:
-            raise TypeError(f"{name}: expected {dtype} items, got a buffer of {np.dtype(said)}, "
-                            "by dtype")
-        have, buf = arg.size // dtype.itemsize, arg
+        have, buf = bare_buffer_items(arg, name, dtype, said), arg
     else:
         raise TypeError(f"{name}: expected a cl.Buffer or a pyopencl array of {dtype}, "
                         f"got {type(arg).__name__}")
