@@ -120,17 +120,47 @@ def kernel(ctx, path, name, defines=None, extra=()):
     return _kernels[key]
 
 
-def show_kernel(path, start=None, end=None):
+def resolve(lines, defines):
+    """The lines of a source as the preprocessor would keep them for `defines`
+    ({NAME: value}), as far as `#if NAME` and `#if !NAME` blocks on those names go;
+    every other directive and its lines stay as they are."""
+    out, stack = [], []       # stack: None (kept as text) or whether the branch is kept
+    for line in lines:
+        words = line.split()
+        head = words[0] if words else ""
+        name = words[1].lstrip("!") if head == "#if" and len(words) == 2 else None
+        if name in defines:
+            stack.append(bool(defines[name]) != words[1].startswith("!"))
+            continue
+        if head in ("#if", "#ifdef", "#ifndef"):
+            stack.append(None)
+        elif head in ("#else", "#endif") and stack and stack[-1] is not None:
+            if head == "#else":
+                stack[-1] = not stack[-1]
+            else:
+                stack.pop()
+            continue
+        elif head == "#endif" and stack:
+            stack.pop()
+        if all(kept is not False for kept in stack):
+            out.append(line)
+    return out
+
+
+def show_kernel(path, start=None, end=None, defines=None, hide=()):
     """Display kernels/<path> in the page as highlighted OpenCL C.
 
     start/end pick the lines from the first line containing `start` up to and
-    including the first later line containing `end`.
+    including the first later line containing `end`. defines: {NAME: value}, the
+    build whose `#if NAME` blocks are shown (resolve); hide: lines that contain
+    any of these strings are left out (a timing build's marks, say).
     """
     from IPython.display import Markdown
 
     from .show import fit
 
-    lines = source(path).rstrip("\n").split("\n")
+    lines = resolve(source(path).rstrip("\n").split("\n"), defines or {})
+    lines = [line for line in lines if not any(h in line for h in hide)]
     if start is not None:
         first = next(i for i, line in enumerate(lines) if start in line)
         last = len(lines) - 1

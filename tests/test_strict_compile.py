@@ -29,6 +29,7 @@ PORTABLE = {
     "logreg/fast.cl": ("SHUFFLE", "0", "SHUFFLE=1 exchanges registers with shfl.sync (inline PTX)"),
     "scan/wg_scan.cl": ("WARP_SHUFFLE", "0", "WARP_SHUFFLE=1 scans a warp with shfl.sync.up (inline PTX)"),
     "tensor/mma.cl": ("EMULATE", "1", "EMULATE=0 issues mma.sync, cp.async and red.global (inline PTX)"),
+    "scan/4_single_pass.cl": ("WARP_LOOK", "0", "WARP_LOOK=1 looks back with vote.sync and shfl.sync (inline PTX)"),
 }
 
 # Build options a strict front end takes as they are; others (-cl-nv-*) are the driver's.

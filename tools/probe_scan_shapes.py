@@ -38,10 +38,10 @@ def main():
                             shuffle=shuffle)
         except (launch.LaunchError, ShuffleUnavailable, ValueError, KernelBuildError):
             continue
-        ds.enqueue(src.data, dst.data, n)
+        ds.enqueue(src, dst, n)
         got = dst.get()
         err = float(np.max(np.abs(got - ref)) / ref[-1])
-        t = gb.time_events(lambda: ds.enqueue(src.data, dst.data, n), repeats=10)
+        t = gb.time_events(lambda: ds.enqueue(src, dst, n), repeats=10)
         gbs = 8 * n / t.median / 1e9
         if err < 1e-5:
             rows.append((gbs, wg, items, stage, shuffle, t.median * 1e3, err))

@@ -15,19 +15,68 @@
 // ...) of the same buffers uses flags 2*epoch - 1 and 2*epoch and takes tickets from
 // (epoch - 1) * tiles on, so that nothing needs resetting between scans: a smaller
 // flag is a previous scan's, and means "nothing published yet".
+//
+// PHASES=1 (NVIDIA, with device/nv_clock.cl joined in front and NV_PTX=1):
+// work-item 0 writes its SM and the SM's cycle counter when the tile's loads
+// were issued, had arrived, it was scanned, its prefix was known and it was
+// written: marks[6 * tile + 0..5] (gpubook.chapters.scan.phases).
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #define AGGREGATE ((ulong)(2 * epoch - 1))
 #define INCLUSIVE ((ulong)(2 * epoch))
+#ifndef PHASES
+#define PHASES 0
+#endif
+#if PHASES
+#define MARKS_ARG , __global ulong *marks
+#define MARK(i, v) if (lid == 0) marks[6 * (size_t)tile + (i)] = (v)
+#else
+#define MARKS_ARG
+#define MARK(i, v)
+#endif
 
 void publish(volatile __global ulong *slot, const ulong flag, const float value)
 {
     atom_xchg(slot, (flag << 32) | as_uint(value));
 }
 
+// WARP_LOOK=1 (NVIDIA, with WARP_SHUFFLE and LOOK = 32): the first warp looks
+// back alone. Lane l reads the status of tile end - 32 + l; a ballot gives the
+// lanes whose tile carries its inclusive prefix, and a butterfly of shuffles
+// adds the values from the nearest such lane to the last: no local memory, no
+// barrier and no serial sum in a round, one barrier after the look-back.
+#ifndef WARP_LOOK
+#define WARP_LOOK 0
+#endif
+#if WARP_LOOK
+#if !WARP_SHUFFLE || LOOK != 32
+#error "WARP_LOOK needs WARP_SHUFFLE=1 and LOOK=32"
+#endif
+uint ballot(const int p)
+{
+    uint m;
+    asm volatile("{ .reg .pred q; setp.ne.s32 q, %1, 0; "
+                 "vote.sync.ballot.b32 %0, q, 0xffffffff; }"
+                 : "=r"(m) : "r"(p));
+    return m;
+}
+
+float warp_total(float v)
+{
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) {
+        uint r;
+        asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;"
+                     : "=r"(r) : "r"(as_uint(v)), "r"(d));
+        v += as_float(r);
+    }
+    return v;
+}
+#endif
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void scan_single_pass(
         __global const float *restrict x, __global float *restrict y, const uint n,
         volatile __global ulong *status, volatile __global uint *counter,
-        const uint epoch)
+        const uint epoch MARKS_ARG)
 {
     __local float tmp[2 * WG + 1];
     __local float4 stage[STAGE_SIZE];
@@ -42,8 +91,39 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void scan_single_pass(
     const uint tile = ticket, base = tile * TILE;
     float4 v[Q];
     float before;
+    MARK(1, cycles());
     load_items(x, n, base, v, stage);
+    MARK(2, cycles());
     const float total = scan_items(v, tmp, &before);
+    MARK(3, cycles());
+#if WARP_LOOK
+    if (lid < 32) {
+        float sum = 0.0f;
+        int done = tile == 0;
+        if (lid == 0)
+            publish(status + tile, tile == 0 ? INCLUSIVE : AGGREGATE, total);
+        for (int end = (int)tile; !done; end -= 32) {  // the same in every lane
+            const int j = end - 32 + (int)lid;
+            ulong word = INCLUSIVE << 32;  // before tile 0: a prefix of 0
+            if (j >= 0)
+                do {
+                    word = atom_add(status + j, (ulong)0);  // an atomic read
+                } while ((word >> 32) < AGGREGATE);
+            // the nearest lane whose tile carries its inclusive prefix (lanes
+            // before it are not needed), or lane 0 when none does
+            const uint m = ballot((word >> 32) == INCLUSIVE);
+            const int nearest = m ? 31 - (int)clz(m) : 0;
+            sum += warp_total((int)lid >= nearest ? as_float((uint)word) : 0.0f);
+            done = m != 0;
+        }
+        if (lid == 0) {
+            if (tile > 0)
+                publish(status + tile, INCLUSIVE, sum + total);
+            prefix = sum;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+#else
     if (lid == 0) {
         publish(status + tile, tile == 0 ? INCLUSIVE : AGGREGATE, total);
         prefix = 0.0f;
@@ -76,6 +156,10 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void scan_single_pass(
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+#endif
+    MARK(4, cycles());
     add_items(v, prefix + before);
     store_items(y, n, base, v, stage);
+    MARK(5, cycles());
+    MARK(0, sm_id());
 }

@@ -43,14 +43,33 @@ void store4(__global float *y, const uint n, const uint i, const float4 v)
     }
 }
 
+// LOADS_FIRST = 1 (default): each work-item asks for all of its Q float4s
+// before it stores any into local memory, so that Q loads are in flight at
+// once. LOADS_FIRST = 0 stores each float4 as it comes, in one loop, and
+// NVIDIA's compiler then waits for each load before it issues the next:
+// chapter 7 times a tile's loads both ways (gpubook.chapters.scan.phases).
+#ifndef LOADS_FIRST
+#define LOADS_FIRST 1
+#endif
+
 void load_items(__global const float *x, const uint n, const uint base, float4 *v,
                 __local float4 *stage)
 {
     const uint lid = get_local_id(0);
 #if STAGE
+#if LOADS_FIRST
+    float4 w[Q];
+#pragma unroll
+    for (int k = 0; k < Q; ++k)
+        w[k] = load4(x, n, base + 4 * (k * WG + lid));
+#pragma unroll
+    for (int k = 0; k < Q; ++k)
+        stage[PAD4(k * WG + lid)] = w[k];
+#else
 #pragma unroll
     for (int k = 0; k < Q; ++k)
         stage[PAD4(k * WG + lid)] = load4(x, n, base + 4 * (k * WG + lid));
+#endif
     barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
     for (int q = 0; q < Q; ++q)

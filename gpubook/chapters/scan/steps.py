@@ -213,12 +213,20 @@ class DeviceScan:
     64-bit atomics, the single pass is built as the reduce-then-scan, and
     `fallback` says why (None otherwise)."""
 
-    def __init__(self, ctx, queue, step, wg=None, items=16, look=None, stage=True, shuffle=False):
+    def __init__(self, ctx, queue, step, wg=None, items=16, look=None, stage=True, shuffle=False,
+                 loads_first=True, warp_look=None, phases=False):
         """wg: work-items, by default the most (a power of two, up to 256) that the
         device and the built kernels allow; look: tiles looked back at once, by default
         32 (or all the work-group's work-items, when it has fewer); stage: the tile
         through local memory; shuffle: the warp-shuffle work-group scan (NVIDIA only,
-        ShuffleUnavailable elsewhere)."""
+        ShuffleUnavailable elsewhere); loads_first: with stage, each work-item asks
+        for all its floats before it stores any into local memory (False: each as it
+        comes, the experiment of gpubook.chapters.scan.phases); warp_look (single
+        pass, with shuffle and a window of 32): the first warp looks back alone, with
+        a ballot and shuffles (WARP_LOOK in 4_single_pass.cl), by default wherever
+        shuffle and such a window are given; phases (single pass,
+        NVIDIA only): the build that marks each tile's phases with the SM's cycle
+        counter, into self.marks."""
         if step not in DEVICE_STEPS:
             raise ValueError(f"unknown step {step!r}; use one of {', '.join(DEVICE_STEPS)}")
         if count(items, "items") < 4 or items % 4:
@@ -226,20 +234,36 @@ class DeviceScan:
         self.fallback = single_pass_unavailable(queue.device) if step == DEVICE_STEPS[1] else None
         step = DEVICE_STEPS[0] if self.fallback else step
         src = (WG_SCAN, TILE_IO, f"scan/{step}.cl")
+        if phases:
+            if step != DEVICE_STEPS[1]:
+                raise ValueError(f"phases: only the single pass marks its phases, not {step}")
+            src = ("device/nv_clock.cl",) + src
         names = ("tile_sums", "scan_sums", "scan_tiles") if step == DEVICE_STEPS[0] else ("scan_single_pass",)
         window = (lambda w: min(32, w)) if look is None else (lambda w: look)
 
         def kernels(w):
             if not 1 <= window(w) <= w:
                 raise ValueError(f"look: the look-back window ({window(w)}) must be 1 to the work-group size ({w})")
-            defines = {"WG": w, "ITEMS": items, "T": "float", "STAGE": int(bool(stage))}
+            defines = {"WG": w, "ITEMS": items, "T": "float", "STAGE": int(bool(stage)),
+                       "LOADS_FIRST": int(bool(loads_first))}
             if step == DEVICE_STEPS[1]:
                 defines["LOOK"] = window(w)
+            if phases:
+                defines.update(PHASES=1, NV_PTX=1)
+            fits = step == DEVICE_STEPS[1] and shuffle and window(w) == 32
+            if warp_look or (warp_look is None and fits):
+                if not fits:
+                    raise ValueError("warp_look: the single pass's warp look-back needs "
+                                     f"shuffle=True and a window of 32, not {window(w)}")
+                defines["WARP_LOOK"] = 1
             return build(ctx, queue.device, src, names, defines, shuffle)
 
         self.wg, self.kernels = work_group(queue.device, wg, 256,
                                            lambda w: scan_local_bytes(w, items, window(w), stage), kernels)
         self.ctx, self.queue, self.step, self.tile = ctx, queue, step, items * self.wg
+        self.phases, self.marks = bool(phases), None
+        self.options = dict(wg=self.wg, items=items, look=look, stage=stage, shuffle=shuffle,
+                            loads_first=loads_first, warp_look=warp_look)  # to build it again
         self._scratch = {}
 
     def _buffers(self, tiles):
@@ -261,7 +285,8 @@ class DeviceScan:
     def enqueue(self, src, dst, n, dtype=None):
         """Scan the first n floats of `src` into `dst` (each a float32 pyopencl array,
         or a bare cl.Buffer with dtype=np.float32, of at least n floats); returns every
-        event of the scan (none for n = 0)."""
+        event of the scan (none for n = 0). With phases, self.marks then holds the
+        tiles' marks (6 ulongs a tile)."""
         n = count(n, "n", 2**32 - 1)
         src = device_buffer(src, "src", n, np.float32, dtype)
         dst = device_buffer(dst, "dst", n, np.float32, dtype)
@@ -275,8 +300,13 @@ class DeviceScan:
             return [sums(q, (tiles * wg,), (wg,), src, n32, aux),
                     scan_sums(q, (wg,), (wg,), aux, np.uint32(tiles)),
                     scan_tiles(q, (tiles * wg,), (wg,), src, dst, n32, aux)]
+        marks = ()
+        if self.phases:
+            if self.marks is None or self.marks.size < 48 * tiles:
+                self.marks = cl.Buffer(self.ctx, cl.mem_flags.WRITE_ONLY, 48 * tiles)
+            marks = (self.marks,)
         return [self.kernels[0](q, (tiles * wg,), (wg,), src, dst, n32, aux, counter,
-                                np.uint32(epoch))]
+                                np.uint32(epoch), *marks)]
 
 
 class Population:
