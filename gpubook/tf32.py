@@ -88,10 +88,12 @@ class XtX:
     the fragments wholly above it; `flush_rows`: every so many rows (rounded
     to a multiple of KC) the warps add their sums into S, rounded to nearest:
     the tensor core's own additions round toward zero, and over a long sum
-    that drift grows (kernels/tensor/xtx_tf32.cl)."""
+    that drift grows (kernels/tensor/xtx_tf32.cl); `slab_rows`: X's rows go
+    through the tiles that many at a time, one launch per slab (rounded up to
+    a multiple of flush_rows; None: one launch over all rows)."""
 
     def __init__(self, ctx, queue, mode="3xtf32", shape=None, emulate=False, wide_loads=True, diag_skip=True,
-                 flush_rows=FLUSH_ROWS):
+                 flush_rows=FLUSH_ROWS, slab_rows=None):
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
         self.ctx, self.queue, self.mode, self.emulate = ctx, queue, mode, bool(emulate)
@@ -100,6 +102,9 @@ class XtX:
         if flush_rows < 1:
             raise ValueError("flush_rows must be at least 1")
         self.flush = -(-int(flush_rows) // self.shape["KC"]) * self.shape["KC"]
+        if slab_rows is not None and (isinstance(slab_rows, bool) or int(slab_rows) < 1):
+            raise ValueError(f"slab_rows must be a positive number of rows or None, not {slab_rows!r}")
+        self.slab = None if slab_rows is None else -(-int(slab_rows) // self.flush) * self.flush
         self.nth = WARP * self.shape["WARPS_M"] * self.shape["WARPS_N"]
         device = queue.device
         _require(device, emulate)
@@ -139,7 +144,8 @@ class XtX:
         return side * (side + 1) // 2
 
     def enqueue(self, x, m, n, s, ldx=None, lds=None, wait_for=None):
-        """S[i][j] for j <= i < n from the m x n matrix in buffer x into buffer s; the event."""
+        """S[i][j] for j <= i < n from the m x n matrix in buffer x into buffer s; the
+        events, one per slab of rows, in order."""
         if m < 1 or n < 1:
             raise ValueError("X needs at least one row and one column")
         ldx, lds = (n if ldx is None else ldx), (n if lds is None else lds)
@@ -147,8 +153,12 @@ class XtX:
             raise ValueError("strides must be at least n")
         i32 = np.int32
         kern = self._kernel(self.loads(n, ldx, lds))
-        return kern(self.queue, (self.tiles(n) * self.nth,), (self.nth,), x, i32(m), i32(n), i32(ldx),
-                    s, i32(lds), wait_for=wait_for)
+        events, step = [], self.slab or m
+        for k0 in range(0, m, step):
+            events.append(kern(self.queue, (self.tiles(n) * self.nth,), (self.nth,), x,
+                               i32(min(k0 + step, m)), i32(n), i32(ldx), s, i32(lds), i32(k0),
+                               wait_for=wait_for if k0 == 0 else None))
+        return events
 
     def product(self, x):
         """S = XᵀX (float32; lower triangle, zeros above) of a host matrix."""
@@ -162,7 +172,7 @@ class XtX:
         xb = cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
         sb = cl.Buffer(self.ctx, mf.READ_WRITE, 4 * n * n)
         cl.enqueue_fill_buffer(self.queue, sb, np.float32(0), 0, 4 * n * n)
-        self.enqueue(xb, m, n, sb).wait()
+        cl.wait_for_events(self.enqueue(xb, m, n, sb))
         s = np.empty((n, n), np.float32)
         cl.enqueue_copy(self.queue, s, sb)
         return s

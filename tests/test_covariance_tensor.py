@@ -143,9 +143,31 @@ def test_the_work_of_the_tensor_core_step_is_counted_tile_by_tile():
 def test_where_the_3xtf32_time_goes_is_a_claim_of_the_run():
     from gpubook.chapters.covariance import claims as cc
     feed, flops = 68.7e9, 2.23e12
-    held = cc.tf32_time(0.0316, 0.0240, flops, feed, 323_000, 3_013)
-    assert held.held and "7.6 ms more than the longer of the two" in held.sentence
-    mma_bound = cc.tf32_time(0.0316, 0.0100, flops, feed, 323_000, 3_013)
-    assert mma_bound.held is False and "neither the mma nor the data" in mma_bound.sentence
-    nothing = cc.tf32_time(None, None, None, None, None, 3_013)
+    held = cc.tf32_time(0.0316, 0.0240, flops, feed, 323_000)
+    assert held.held and "3.5× its mma" in held.sentence and "% of" not in held.sentence
+    mma_bound = cc.tf32_time(0.0316, 0.0100, flops, feed, 323_000)
+    assert mma_bound.held is False and "close to their rate" in mma_bound.sentence
+    nothing = cc.tf32_time(None, None, None, None, None)
     assert nothing.held is None and "needs the tensor cores" in nothing.sentence
+
+
+def test_whether_device_memory_sets_one_pass_tf32_is_an_experiment():
+    from gpubook.chapters.covariance import claims as cc
+    held = cc.tf32_not_dram(0.0240, 0.0231, 2048, 4096, 52_428_800)
+    assert held.held and held.kind == "cause" and "1.04×" in held.sentence
+    assert "32 MiB" in held.sentence and "50 MiB L2" in held.sentence
+    dram = cc.tf32_not_dram(0.0240, 0.0100, 2048, 4096, 52_428_800)
+    assert dram.held is False and "set part of its time" in dram.sentence
+    unknown = cc.tf32_not_dram(0.0240, None, None, 4096, None, why="no L2 size for this device")
+    assert unknown.held is None and "no L2 size" in unknown.sentence
+
+
+def test_the_slab_fits_three_quarters_of_l2_in_whole_flushes():
+    class Dev:
+        name = "NVIDIA H100 80GB HBM3"
+    rows, l2 = ct.l2_slab_rows(Dev, 4096, 2048)
+    assert l2 == 50 * 2**20 and rows == 2048          # 2,400 rows fit: 2,048, a whole flush
+    assert ct.l2_slab_rows(Dev, 64, 2048)[0] == 2048 * 75   # 153,600 rows of 256 B
+    assert ct.l2_slab_rows(Dev, 1_000_000, 2048)[0] == 2048  # at least one flush
+    Dev.name = "Some laptop GPU"
+    assert ct.l2_slab_rows(Dev, 4096, 2048) == (None, None)

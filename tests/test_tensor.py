@@ -195,7 +195,7 @@ def _run(prod, xb, m, n, ldx):
     queue = prod.queue
     sb = cl.Buffer(prod.ctx, cl.mem_flags.READ_WRITE, 4 * n * n)
     cl.enqueue_fill_buffer(queue, sb, np.float32(0), 0, 4 * n * n)
-    prod.enqueue(xb, m, n, sb, ldx=ldx).wait()
+    cl.wait_for_events(prod.enqueue(xb, m, n, sb, ldx=ldx))
     s = np.empty((n, n), np.float32)
     cl.enqueue_copy(queue, s, sb)
     return s
@@ -218,6 +218,27 @@ def test_xtx_wide_loads_sum_what_the_checked_loads_sum(cl_env):
     assert np.array_equal(s_wide, s_checked)
     assert not np.any(np.triu(s_wide, 1))
     assert tf32.lower_error(s_wide, tf32.xtx_model(x, "3xtf32")) < 1e-5
+
+
+def test_xtx_slabs_of_rows_sum_what_one_launch_sums(cl_env):
+    """slab_rows: a launch per slab of rows, each adding into S (only the first stores):
+    slabs that the flush interval, KC and m do not divide sum the rows as one launch does,
+    within float32's rounding of the extra additions, and refuse a slab of no rows."""
+    _, ctx, queue = cl_env
+    m, n, ldx = 203, 36, 40
+    x = np.random.default_rng(6).standard_normal((m, n)).astype(np.float32)
+    xb = _padded(ctx, x, ldx)
+    whole = _run(tf32.XtX(ctx, queue, "3xtf32", shape=SMALL, emulate=True, flush_rows=32), xb, m, n, ldx)
+    for slab in (1, 50, 64, 202, 203, 10_000):
+        prod = tf32.XtX(ctx, queue, "3xtf32", shape=SMALL, emulate=True, flush_rows=32, slab_rows=slab)
+        assert prod.slab % 32 == 0 and prod.slab >= slab
+        s = _run(prod, xb, m, n, ldx)
+        assert np.all(np.isfinite(s)) and not np.any(np.triu(s, 1))
+        assert tf32.lower_error(s, whole.astype(np.float64)) < 1e-6
+        assert tf32.lower_error(s, tf32.xtx_model(x, "3xtf32")) < 1e-5
+    for bad in (0, -5, True):
+        with pytest.raises(ValueError, match="slab_rows"):
+            tf32.XtX(ctx, queue, "3xtf32", shape=SMALL, emulate=True, slab_rows=bad)
 
 
 def test_xtx_split_late_sums_what_the_early_split_sums(cl_env):

@@ -37,6 +37,11 @@
 //     skips its block when it lies above the diagonal.
 // With EMULATE the copies are plain loads and the flushes plain additions.
 //
+// Rows k_first to m - 1 of X: a launch over a slab of rows adds its sums into
+// S, and only the launch from row 0 stores its first flush. With slabs that
+// fit in L2 every tile reads X from L2 and device memory gives each row once
+// (gpubook.tf32.XtX's slab_rows, the experiment of part 6.3).
+//
 // Build options (gpubook.tensor.XtX checks them):
 //   T, WARPS_M, WARPS_N, KC   the tile, its warps, the rows per chunk
 //   MODE      0, 1, 2 as above
@@ -535,7 +540,7 @@ static void flush(float acc[MT][NF][4], __global float *s, const int lds, const 
 
 __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void xtx_tf32(
         __global const float *restrict x, const int m, const int n, const int ldx,
-        __global float *restrict s, const int lds)
+        __global float *restrict s, const int lds, const int k_first)
 {
     __local float4 la4[STAGE / 2],
             lb4[STAGE / 2];  // two stages each; float4: 16-byte aligned
@@ -568,19 +573,19 @@ __kernel __attribute__((reqd_work_group_size(NTH, 1, 1))) void xtx_tf32(
     // work-item waits for its own copies, and the barrier then says that every
     // copy of chunk c has landed and that every warp is done with chunk c - 1,
     // whose stage the next copies overwrite.
-    copy_chunk(la, x, m, n, ldx, 0, i0);
+    copy_chunk(la, x, m, n, ldx, k_first, i0);
     if (!diag)
-        copy_chunk(lb, x, m, n, ldx, 0, j0);
+        copy_chunk(lb, x, m, n, ldx, k_first, j0);
     copies_close();
 #else
     GT na[LOADS], nb[LOADS];                         // the next chunk, on its way
-    fetch(na, x, m, n, ldx, 0, i0);
+    fetch(na, x, m, n, ldx, k_first, i0);
     if (!diag)
-        fetch(nb, x, m, n, ldx, 0, j0);
+        fetch(nb, x, m, n, ldx, k_first, j0);
 #endif
     // Each FLUSH rows, the warps add their sums into S (flush): out of the
     // inner loop, whose registers then hold nothing of the flush.
-    for (int kb = 0, st = 0; kb < m; kb += FLUSH) {
+    for (int kb = k_first, st = 0; kb < m; kb += FLUSH) {
         for (int k0 = kb; k0 < min(kb + FLUSH, m); k0 += KC, st ^= 1) {
 #if ASYNC
             copies_wait();

@@ -81,6 +81,19 @@ def label(shape):
             + (", fed by cp.async" if shape.get("FEED") else ""))
 
 
+def l2_slab_rows(device, n, flush):
+    """(rows, L2 bytes): the most rows of an n-column float32 X, a multiple of `flush`
+    (at least one), that fill no more than three quarters of the device's L2 by the
+    book's data-sheet table (gpubook.peaks); (None, None) where the table does not
+    know the device. Part 6.3 feeds X through its tiles in slabs of these rows."""
+    from ...peaks import datasheet_value
+    l2 = datasheet_value(device.name, "l2_bytes")
+    if not l2:
+        return None, None
+    rows = int(0.75 * l2) // (4 * n) // flush * flush
+    return max(rows, flush), l2
+
+
 def work(shape, m, n):
     """(bytes of X that the tiles read from global memory, flops of one pass of
     mma) for S = X'X with this tile shape on m x n data. Each panel of T columns
@@ -102,7 +115,7 @@ def covariance_events(cov, product):
     """The tensor-core step from centred data to C, as `Covariance.covariance_events`:
     S's lower triangle from cov.xc into cov.s (the padding rows and columns skipped),
     then the chapter's finishing kernel."""
-    return [product.enqueue(cov.xc, cov.m, cov.n, cov.s, ldx=cov.np_, lds=cov.np_), cov.finish()]
+    return [*product.enqueue(cov.xc, cov.m, cov.n, cov.s, ldx=cov.np_, lds=cov.np_), cov.finish()]
 
 
 def run(cov, x, product):
