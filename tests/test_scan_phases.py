@@ -106,3 +106,12 @@ def test_resolve_keeps_the_named_branch_and_every_other_directive():
                                                 "#ifdef X", "f", "#endif"]
     assert resolve(lines, {"WARP_LOOK": 0}) == ["a", "d", "e", "#ifdef X", "f", "#endif"]
     assert resolve(lines, {}) == lines
+
+
+def test_compare_and_the_claim_say_why_where_the_single_pass_fell_back(cl_env):
+    _, ctx, queue = cl_env
+    ds = sc.DeviceScan(ctx, queue, sc.DEVICE_STEPS[1], items=8)
+    ds.fallback = "no 64-bit atomics here"   # as on a device without them
+    assert sc.phases.compare(None, ds, None, 2, 1e-5) == {}
+    said = scan_claims.loads_first_cause({}, why=ds.fallback)
+    assert said.held is None and said.sentence.endswith("no 64-bit atomics here")

@@ -139,13 +139,14 @@ def bytes_set_pace(sp_s, rts_s, floats, copy_gbs):
                  ratio=rts_s / sp_s if sp_s and rts_s else None)
 
 
-def loads_first_cause(compared):
+def loads_first_cause(compared, why=None):
     """Why the single pass asks for all of a work-item's floats before it stores any
     (a cause, from gpubook.chapters.scan.phases.compare): stored as it comes, each
     float4 waits for its load before the next load is issued, so a tile's loads take
     longer, and the scan with them. The claim: the marked tile's loads take more than
     1.5 times as long, and the unmarked scan longer. Were the loads overlapped either
-    way (the compiler free to hoist them), the two load phases would match."""
+    way (the compiler free to hoist them), the two load phases would match. `why`:
+    the reason nothing was compared, where nothing was (no single pass here)."""
     first, each = (list(compared.values()) + [{}, {}])[:2]
     fast, slow = (first.get("phases") or {}).get("load"), (each.get("phases") or {}).get("load")
     return claim("scan_loads_first_overlap", "load_ratio > 1.5 and time_ratio > 1",
@@ -158,7 +159,7 @@ def loads_first_cause(compared):
                  "{time_ratio:.2f}× the time): the compiler overlaps the loads either "
                  "way here",
                  "A tile's phases were not timed here: "
-                 + ((first.get("phases") or {}).get("why_not") or "no marked build ran"),
+                 + (why or (first.get("phases") or {}).get("why_not") or "no marked build ran"),
                  kind="cause", fast=fast, slow=slow,
                  load_ratio=slow / fast if fast and slow else None,
                  time_ratio=each["s"] / first["s"] if first.get("s") and each.get("s")

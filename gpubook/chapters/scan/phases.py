@@ -25,7 +25,10 @@ BUILDS = {"all of a work-item's loads first (the page's)": True,
 def compare(scan_run, ds, ghz, repeats, rtol):
     """The single pass `ds` (a DeviceScan) built both ways of BUILDS: each checked
     against scan_run's float64 prefix sums (rtol of the total), timed (median of
-    `repeats`), and its phases marked (`measure`): {label: {"s", "gbs", "phases"}}."""
+    `repeats`), and its phases marked (`measure`): {label: {"s", "gbs", "phases"}};
+    {} where the single pass fell back to reduce-then-scan (ds.fallback says why)."""
+    if ds.fallback:
+        return {}
     if ds.step != DEVICE_STEPS[1]:
         raise ValueError(f"compare: the phases are the single pass's, not {ds.step}'s")
     out, queue, n = {}, ds.queue, scan_run.n
