@@ -60,19 +60,34 @@ def test_list_fitness_refuses_one_class_and_bad_work_groups(cl_env):
         sc.ListFitness(ctx, queue, "3_fast")
 
 
-@pytest.mark.parametrize("step", sc.DEVICE_STEPS)
-@pytest.mark.parametrize("stage", [False, True])
-def test_device_scan_odd_sizes_one_element_many_tiles(cl_env, step, stage):
-    device, ctx, queue = cl_env
-    wg = gb.launch.largest(device, 64)
-    ds = sc.DeviceScan(ctx, queue, step, wg=wg, items=8, stage=stage)   # tiles of 512 at 64
-    for n in (1, 3, 511, 512, 513, 40_000):
+def _scans_like_numpy(queue, ds, sizes):
+    for n in sizes:
         x = np.random.default_rng(n).random(n, dtype=np.float32)
         src, dst = cla.to_device(queue, x), cla.zeros(queue, n, np.float32)
         for _ in range(2):  # a second scan of the same size reuses the status words
             ds.enqueue(src, dst, n)
             ref = np.cumsum(x, dtype=np.float64)
             assert np.max(np.abs(dst.get() - ref)) <= 1e-5 * ref[-1]
+
+
+@pytest.mark.parametrize("step", sc.DEVICE_STEPS)
+@pytest.mark.parametrize("stage", [False, True])
+def test_device_scan_odd_sizes_one_element_many_tiles(cl_env, step, stage):
+    device, ctx, queue = cl_env
+    wg = gb.launch.largest(device, 64)
+    ds = sc.DeviceScan(ctx, queue, step, wg=wg, items=8, stage=stage)   # tiles of 512 at 64
+    _scans_like_numpy(queue, ds, (1, 3, 511, 512, 513, 40_000))
+
+
+@pytest.mark.parametrize("step", sc.DEVICE_STEPS)
+def test_loads_as_they_come_scan_the_same(cl_env, step):
+    """loads_first=False (each float4 stored into local memory as it comes, the
+    experiment of gpubook.chapters.scan.phases) scans as the default build does."""
+    device, ctx, queue = cl_env
+    wg = gb.launch.largest(device, 64)
+    ds = sc.DeviceScan(ctx, queue, step, wg=wg, items=8, loads_first=False)
+    assert ds.options["loads_first"] is False
+    _scans_like_numpy(queue, ds, (1, 513, 9_999))
 
 
 def test_device_scan_refuses_bad_shapes(cl_env):

@@ -38,20 +38,6 @@ def test_summarise_refuses_a_clock_that_runs_backwards():
         sc.phases.summarise(marks, 1.0, 1024)
 
 
-@pytest.mark.parametrize("step", sc.DEVICE_STEPS)
-def test_loads_as_they_come_scan_the_same(cl_env, step):
-    device, ctx, queue = cl_env
-    wg = gb.launch.largest(device, 64)
-    ds = sc.DeviceScan(ctx, queue, step, wg=wg, items=8, loads_first=False)
-    assert ds.options["loads_first"] is False
-    for n in (1, 513, 9_999):
-        x = np.random.default_rng(n).random(n, dtype=np.float32)
-        src, dst = cla.to_device(queue, x), cla.zeros(queue, n, np.float32)
-        ds.enqueue(src, dst, n)
-        ref = np.cumsum(x, dtype=np.float64)
-        assert np.max(np.abs(dst.get() - ref)) <= 1e-5 * ref[-1]
-
-
 def test_phase_and_warp_options_are_refused_where_they_do_not_apply(cl_env):
     _, ctx, queue = cl_env
     with pytest.raises(ValueError, match="only the single pass marks"):

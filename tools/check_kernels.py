@@ -55,7 +55,7 @@ CASES = {
     "scan-3": [f"{S}test_device_scan_odd_sizes_one_element_many_tiles[False-3_reduce_then_scan]"],
     "scan-4": [f"{S}test_device_scan_odd_sizes_one_element_many_tiles[False-4_single_pass]"],
     "scan-4-staged": [f"{S}test_device_scan_odd_sizes_one_element_many_tiles[True-4_single_pass]",
-                      "tests/test_scan_phases.py::test_loads_as_they_come_scan_the_same[4_single_pass]"],
+                      f"{S}test_loads_as_they_come_scan_the_same[4_single_pass]"],
     "scan-5": [f"{S}test_population_matches_numpy_with_ties[100-False]"],
     **{f"logreg-{n}": [f"{L}test_kernels_train_like_the_reference[{n}]"] for n in LOGREG},
     "transpose": [f"{T}test_transposes_exact"],
