@@ -1,5 +1,5 @@
 """Which of Hopper's instructions NVIDIA's OpenCL compiler accepts as inline PTX
-(issue 48, part 6.3): wgmma, the warp-group MMA that Hopper's full tensor rate needs,
+(part 6.3's tensor cores): wgmma, the warp-group MMA that Hopper's full tensor rate needs,
 against instructions it is known or expected to take. Each probe is a kernel of one
 instruction (built only, never launched); the row says whether the build passed and,
 where it failed, the build log's first error line. The PTX target the compiler writes
