@@ -378,3 +378,20 @@ def test_stream_keeps_share_can_fail(results):
     assert acc.stream_keeps_share(ia, ib, copy, r_iter, r_iter, r_scan).held is False  # sum no better
     c = acc.stream_keeps_share(None, ib, copy, r_sum, r_iter, r_scan)
     assert c.held is None and "no record of the machine chapter" in c.sentence
+
+
+def test_inventory_says_when_each_device_was_recorded(tmp_path):
+    copy_device("nvidia-h200", tmp_path, only={"00_device", "01_loop_order", "05_transpose"})
+    for stem, day in (("00_device", "2026-11-26"), ("01_loop_order", "2026-11-28"), ("05_transpose", "2026-11-27")):
+        path = tmp_path / "nvidia-h200" / f"{stem}.json"
+        entry = json.loads(path.read_text())
+        entry["date"] = day
+        path.write_text(json.dumps(entry))
+    copy_device("nvidia-h200", tmp_path, slug="one-day-gpu", rename="One Day GPU", only={"01_loop_order"})
+    lines = ac.inventory(ac.load(tmp_path))
+    h200 = next(ln for ln in lines if "results/nvidia-h200/" in ln)
+    # chapter 0 is not one of CHAPTERS' files: the two chapter records give the span
+    assert h200.endswith("2 chapter records in results/nvidia-h200/, written from 2026-11-27 to 2026-11-28")
+    one = next(ln for ln in lines if ln.startswith("One Day GPU"))
+    day = json.loads((RESULTS / "nvidia-h200" / "01_loop_order.json").read_text())["date"]
+    assert one.endswith(f"1 chapter record in results/one-day-gpu/, written on {day}")

@@ -1,6 +1,6 @@
 """Chapter 9: every chapter's results across devices, read from results/."""
 from .records import (Limit, Vendor, Chapter, MACHINE, COPY, FP32, FP64, LAUNCH, TRANSPOSE_STEPS, CHAPTERS,
-                      load, limits, mma_roof, name, chapter_files, kind, by_file, present, steps,
+                      load, limits, mma_roof, name, chapter_files, inventory, kind, by_file, present, steps,
                       step_figures, headline, vendor_entry, vendor_figure, ratios, recorded_numbers, fmt, pct,
                       with_shares, at_full_scale, share_refusals, scale_note)  # noqa: F401
 from .tables import (headline_rows, vendor_rows, vendor_label, vendor_ratio, ratio_rows, LIMIT_ROWS, MMA_ROWS,

@@ -156,6 +156,22 @@ def chapter_files(records):
     return [c.file for c in CHAPTERS if c.file in records]
 
 
+def inventory(results):
+    """One line per device: its name and kind, how many chapter records it has and where,
+    and the days they were last written (devices recorded on different days may have
+    run different code)."""
+    lines = []
+    for slug, records in results.items():
+        files = chapter_files(records)
+        days = sorted({records[f]["date"] for f in files if records[f].get("date")})
+        when = ("" if not days else f", written on {days[0]}" if len(days) == 1
+                else f", written from {days[0]} to {days[-1]}")
+        plural = "" if len(files) == 1 else "s"
+        lines.append(f"{name(records)} ({kind(records)}): {len(files)} chapter record{plural} "
+                     f"in results/{slug}/{when}")
+    return lines
+
+
 def kind(records):
     """'GPU', 'CPU', ... as chapter 0 recorded it, else 'unknown'."""
     entry = records.get("00_device")
