@@ -1,10 +1,10 @@
 """Which of Hopper's instructions NVIDIA's OpenCL compiler accepts as inline PTX
 (part 6.3's tensor cores): wgmma, the warp-group MMA that Hopper's full tensor rate needs,
 against instructions it is known or expected to take. Each probe is a kernel of one
-instruction (built only, never launched); the row says whether the build passed and,
-where it failed, the build log's first error line. The PTX target the compiler writes
-(`.target` in the program's binary) is printed first: wgmma and setmaxnreg are
-documented for sm_90a only, cp.async.bulk for sm_90 and later, mma.sync for sm_80.
+instruction (built only, never launched); its row says whether the build passed, with
+the `.target` line of the PTX the compiler wrote where it did and the build log's first
+error line where it did not. The PTX ISA documents wgmma and setmaxnreg for sm_90a
+only, cp.async.bulk for sm_90 and later, mma.sync for sm_80.
 
     PYOPENCL_CTX=0 python3 tools/probe_wgmma.py [--csv book/data/wgmma_probe_h100.csv]
 
