@@ -8,7 +8,8 @@ tests check the tiling and the bounds that way).
 A shape gives the tile (TM, TN, WARPS_M, WARPS_N, KC), may give the local
 stages ("STAGES": 1 or 2, default 2) and the paired 16-byte fragment loads
 ("PAIRS": 0 or 1, default 0; 1 needs each warp's block a multiple of 16 wide
-both ways), and may name the FP64 mma shape ("MMA": one of gpubook.tensor.F64_SHAPES); without it the kernel
+both ways), may turn off the skipping of fragments and steps that lie wholly
+past the matrix ("SKIP": 1 by default; 0 to measure what it saves), and may name the FP64 mma shape ("MMA": one of gpubook.tensor.F64_SHAPES); without it the kernel
 uses the device's (tensor.f64_shape: Hopper's m16n8k4 on sm_90 and later,
 m8n8k4 on sm_8x, and m8n8k4 when emulated on a device without either).
 """
@@ -35,7 +36,8 @@ def work_items(shape):
 def label(shape):
     mma, stages = shape.get("MMA"), shape.get("STAGES", 2)
     return (f"{shape['TM']}x{shape['TN']} tile, {shape['WARPS_M']}x{shape['WARPS_N']} warps, "
-            f"K={shape['KC']}" + (", one local stage" if stages == 1 else "") + ", FP64 mma" +
+            f"K={shape['KC']}" + (", one local stage" if stages == 1 else "") +
+            (", nothing skipped" if shape.get("SKIP", 1) == 0 else "") + ", FP64 mma" +
             (f" {mma}" if mma else ""))
 
 
@@ -65,22 +67,24 @@ def local_bytes(shape, emulate=False, device=None):
     return shape.get("STAGES", 2) * 8 * shape["KC"] * (shape["TM"] + shape["TN"] + 2 * pad) + scratch
 
 
-def get_kernel(ctx, device, shape, triangle=False, emulate=False):
+def get_kernel(ctx, device, shape, triangle=False, emulate=False, a_trans=False):
     """The built kernel for a shape, or a clear error: a shape that breaks the
     fragments' rules, one the device cannot hold, or no tensor cores here
     (tensor.TensorCoreError with the gate's reason). Checked once per context,
     device and shape: CholeskyQR2 launches hundreds of products, and the checks'
-    queries of the device would otherwise cost more host time than a launch."""
-    key = (ctx.int_ptr, device.int_ptr, tuple(sorted(shape.items())), bool(triangle), bool(emulate))
+    queries of the device would otherwise cost more host time than a launch.
+    a_trans: the kernel that reads A the other way round (product's a_trans)."""
+    key = (ctx.int_ptr, device.int_ptr, tuple(sorted(shape.items())), bool(triangle), bool(emulate),
+           bool(a_trans))
     if key not in _checked:
-        _checked[key] = _checked_kernel(ctx, device, shape, triangle, emulate)
+        _checked[key] = _checked_kernel(ctx, device, shape, triangle, emulate, a_trans)
     return _checked[key]
 
 
 _checked = {}
 
 
-def _checked_kernel(ctx, device, shape, triangle, emulate):
+def _checked_kernel(ctx, device, shape, triangle, emulate, a_trans=False):
     if not emulate:
         tensor._require(device, emulate)
     mma = mma_shape(shape, device, emulate)
@@ -96,23 +100,31 @@ def _checked_kernel(ctx, device, shape, triangle, emulate):
                          "multiples of 16")
     if triangle and tm != tn:
         raise ValueError("the triangle needs square tiles")
+    if shape.get("SKIP", 1) not in (0, 1):
+        raise ValueError(f"{label(shape)}: SKIP is 0 or 1")
     launch.check(device, work_items(shape), local_bytes(shape, emulate, device))
     defines = {**{k: shape[k] for k in TILE_KEYS}, "STAGES": shape.get("STAGES", 2), "PAIRS": pairs(shape),
-               "TRIANGLE": int(triangle), **tensor.f64_defines(mma)}
+               "TRIANGLE": int(triangle), "ATRANS": int(bool(a_trans)), "SKIP": shape.get("SKIP", 1),
+               **tensor.f64_defines(mma)}
     kern = tensor._build(ctx, device, PATH, "dmma_tiles", defines, emulate)
     launch.check(device, work_items(shape), kern=kern)
     return kern
 
 
 def product(queue, shape, a, a_off, lda, b, b_off, ldb, c, c_off, ldc, m, n, k_begin, k_end, k_chunk=None,
-            c_stride=0, alpha=1.0, accumulate=False, triangle=False, emulate=False, wait_for=None, bound=None):
+            c_stride=0, alpha=1.0, accumulate=False, triangle=False, emulate=False, wait_for=None, bound=None,
+            a_trans=False):
     """As gpubook.tiles.launch in double (the same arguments and result), on
-    the FP64 tensor cores. bound: a launch.Bound that keeps the arguments set."""
+    the FP64 tensor cores. bound: a launch.Bound that keeps the arguments set.
+    a_trans: A is given the other way round, C[i][j] = alpha * sum over k of
+    A[a_off + i*lda + k] * B[k][j] (its rows are the rows of C)."""
     rows = k_end - k_begin
     k_chunk = max(1, rows) if k_chunk is None else int(k_chunk)
     if triangle and m != n:
         raise ValueError("the triangle needs a square C")
-    kern = get_kernel(queue.context, queue.device, shape, triangle, emulate)
+    if a_trans and triangle:
+        raise ValueError("the triangle reads A as B; it cannot take A the other way round")
+    kern = get_kernel(queue.context, queue.device, shape, triangle, emulate, a_trans)
     tiles_y, tiles_x = -(-m // shape["TM"]), -(-n // shape["TN"])
     groups = tiles_x * (tiles_x + 1) // 2 if triangle else tiles_y * tiles_x
     chunks = max(1, -(-rows // k_chunk))

@@ -5,6 +5,8 @@ not multiples of the tile or of the mma shape, chunks of rows, the triangle,
 alpha and accumulation; and chapter 8's CholeskyQR2 with its products there.
 On an NVIDIA GPU the same kernel runs on the tensor cores (the mma layout
 itself is checked by tests/test_tensor.py)."""
+import os
+
 import numpy as np
 import pyopencl as cl
 import pytest
@@ -21,7 +23,9 @@ SHAPES = {"m8n8k4": SMALL, "m16n8k4": HOPPER, "m16n8k8": HOPPER_K8, "one stage":
           "m16n8k4 paired loads": {**HOPPER, "PAIRS": 1},
           "m16n8k8 paired, one stage": {**HOPPER_K8, "KC": 16, "STAGES": 1, "PAIRS": 1},
           "m8n8k4 paired": {"TM": 32, "TN": 32, "WARPS_M": 2, "WARPS_N": 1, "KC": 8, "MMA": "m8n8k4", "PAIRS": 1}}
-EMULATE = True
+# On a GPU host, GPUBOOK_DMMA_NATIVE=1 runs every test on the tensor cores instead
+# (where the kernel also skips the fragments that lie past the matrix).
+EMULATE = os.environ.get("GPUBOOK_DMMA_NATIVE") != "1"
 
 
 def run(ctx, queue, a, b, c0, **kw):
@@ -73,6 +77,38 @@ def test_triangle_writes_only_tiles_on_and_below_the_diagonal(fp64_env, tile):
     assert out[0, t] == 7.0 and out[0, n - 1] == 7.0 and out[t, 2 * t] == 7.0  # tiles above the diagonal
 
 
+@pytest.mark.parametrize("tile", ["m16n8k4", "one stage", "m16n8k8 paired, one stage", "m8n8k4"])
+@pytest.mark.parametrize("m, n, rows, chunk", [(37, 21, 29, None), (5, 40, 53, 12), (129, 9, 129, None)])
+def test_a_given_the_other_way_round(fp64_env, m, n, rows, chunk, tile):
+    """a_trans: C[i][j] = alpha * sum over k of A[a_off + i*lda + k] B[k][j], as
+    Q1 = A R^-1 reads a matrix stored by rows; sizes off the tiles and the steps."""
+    _, ctx, queue = fp64_env
+    rng = np.random.default_rng(m + n + rows)
+    lda, ldb, ldc = rows + 5, n + 2, n + 1
+    a = rng.standard_normal(m * lda + 8)
+    b = rng.standard_normal((rows + 2) * ldb)
+    chunks = 1 if chunk is None else -(-rows // chunk)
+    c0 = rng.standard_normal(chunks * m * ldc + 4)
+    out = run(ctx, queue, a, b, c0, a_off=2, lda=lda, b_off=1, ldb=ldb, c_off=4, ldc=ldc, m=m, n=n, k_begin=1,
+              k_end=1 + rows, k_chunk=chunk, c_stride=m * ldc, alpha=2.0, accumulate=True, a_trans=True,
+              shape=SHAPES[tile])
+    A = a[2:2 + m * lda].reshape(m, lda)[:, 1:1 + rows]          # A[i][k]
+    B = b[1:1 + (rows + 1) * ldb].reshape(rows + 1, ldb)[1:, :n]
+    expect = c0.copy()
+    for h in range(chunks):
+        lo, hi = (0, rows) if chunk is None else (h * chunk, min(rows, (h + 1) * chunk))
+        expect[4 + h * m * ldc:][:m * ldc].reshape(m, ldc)[:, :n] += 2.0 * A[:, lo:hi] @ B[lo:hi]
+    assert np.max(np.abs(out - expect)) <= 1e-13 * max(1.0, np.max(np.abs(expect)))
+
+
+def test_a_the_other_way_round_is_refused_in_the_triangle(fp64_env):
+    _, ctx, queue = fp64_env
+    buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 8 * 64)
+    with pytest.raises(ValueError, match="other way round"):
+        dmma.product(queue, SMALL, buf, 0, 8, buf, 0, 8, buf, 0, 8, 8, 8, 0, 8, triangle=True, a_trans=True,
+                     emulate=EMULATE)
+
+
 def test_bad_shapes_are_refused(fp64_env):
     _, ctx, queue = fp64_env
     with pytest.raises(ValueError, match="multiple of 8 WARPS_M"):
@@ -89,6 +125,8 @@ def test_bad_shapes_are_refused(fp64_env):
         dmma.get_kernel(ctx, queue.device, {**SMALL, "MMA": "m8n8k8"}, emulate=True)
     with pytest.raises(ValueError, match="PAIRS is 0 or 1, and 1 needs"):
         dmma.get_kernel(ctx, queue.device, {**SMALL, "PAIRS": 1}, emulate=True)
+    with pytest.raises(ValueError, match="SKIP is 0 or 1"):
+        dmma.get_kernel(ctx, queue.device, {**SMALL, "SKIP": 2}, emulate=True)
 
 
 def test_local_bytes_and_labels():
@@ -101,6 +139,7 @@ def test_local_bytes_and_labels():
     assert dmma.local_bytes(HOPPER, emulate=True) == 2 * 8 * 8 * 64 + 8 * (64 + 32) * 2
     assert dmma.label(HOPPER_ONE_STAGE) == "32x32 tile, 2x2 warps, K=12, one local stage, FP64 mma m16n8k4"
     assert dmma.label(dmma.SHAPE) == "64x64 tile, 2x2 warps, K=16, FP64 mma"
+    assert dmma.label({**dmma.SHAPE, "SKIP": 0}) == "64x64 tile, 2x2 warps, K=16, nothing skipped, FP64 mma"
 
 
 def test_not_nvidia_says_why(fp64_env):

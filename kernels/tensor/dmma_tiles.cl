@@ -25,8 +25,20 @@
 // (a double2: half the load instructions). Rows are then TM + 4 doubles long,
 // 32 bytes apart modulo 128: a quarter warp's 16-byte loads hit 32 banks once.
 //
+// ATRANS=1: A is given the other way round, row i holding the terms k of
+// column i of the product (A[a_off + i lda + k]): the Q1 = A R^-1 of chapter 8
+// then reads A as it is stored, instead of a transposed copy. A work-item's
+// loads then run along k, so that a warp reads two rows of KC doubles.
+// SKIP=1 (default): a warp skips the fragments that lie wholly past M or N and
+// the steps of F64_K rows wholly past the last row (a tile at the edge of a
+// matrix 129 wide, say, holds one live column in 64). A fragment's decision is
+// the same for the 32 lanes of a warp, a step's for the whole work-group.
+// Emulated, the warps meet at barriers inside the product, so every fragment
+// is computed there (the result is the same: a skipped one is never written).
+//
 // Build options: TM, TN, WARPS_M, WARPS_N, KC (multiple of F64_K), STAGES (1 or
-// 2, default 2), PAIRS (0 or 1, default 0), F64_M, F64_K
+// 2, default 2), PAIRS (0 or 1, default 0), ATRANS (default 0), SKIP (default 1),
+// F64_M, F64_K
 // (mma.cl), TRIANGLE (only tiles on and below the diagonal of a square C),
 // EMULATE (gpubook.tensor). The rows k_begin..k_end are split into chunks of
 // k_chunk, one per get_group_id(1); chunk h writes its sums at c_off + h * c_stride.
@@ -40,6 +52,17 @@
 #define NF (WTN / 8)
 #ifndef PAIRS
 #define PAIRS 0
+#endif
+#ifndef ATRANS
+#define ATRANS 0
+#endif
+#ifndef SKIP
+#define SKIP 1
+#endif
+#if EMULATE || !SKIP
+#define LIVE(x) 1
+#else
+#define LIVE(x) (x)
 #endif
 #define PAD (PAIRS ? 4 : 8)
 #define LDA (TM + PAD)
@@ -61,6 +84,19 @@ static void fetch(double *next, const int per_item, const int width,
     }
 }
 
+// The same chunk of A given the other way round (ATRANS): column i of the
+// panel is row i of the buffer, and lanes next to each other read along it.
+static void fetch_across(double *next, __global const double *p, const int ld,
+                         const int kk, const int k1, const int left)
+{
+    const int lid = get_local_id(0);
+#pragma unroll
+    for (int l = 0; l < LA; ++l) {
+        const int e = lid + l * NTH, k = kk + e % KC, i = e / KC;
+        next[l] = (e < KC * TM && k < k1 && i < left) ? p[(size_t)i * ld + k] : 0.0;
+    }
+}
+
 // Where column c of a panel sits in a local row (PAIRS: c + 8 beside c in every 16).
 inline int slot(const int c)
 {
@@ -68,15 +104,28 @@ inline int slot(const int c)
 }
 
 static void store(__local double *panel, const double *next, const int per_item,
-                  const int width, const int ldl)
+                  const int width, const int ldl, const int across)
 {
     const int lid = get_local_id(0);
 #pragma unroll
     for (int l = 0; l < per_item; ++l) {
         const int e = lid + l * NTH;
-        if (e < KC * width)
-            panel[(e / width) * ldl + slot(e % width)] = next[l];
+        if (e < KC * width) {
+            if (across)
+                panel[(e % KC) * ldl + slot(e / KC)] = next[l];
+            else
+                panel[(e / width) * ldl + slot(e % width)] = next[l];
+        }
     }
+}
+
+static void fetch_a(double *next, __global const double *p, const int ld, const int kk,
+                    const int k1, const int left)
+{
+    if (ATRANS)
+        fetch_across(next, p, ld, kk, k1, left);
+    else
+        fetch(next, LA, TM, p, ld, kk, k1, left);
 }
 
 __kernel __attribute__((reqd_work_group_size(NTH, 1, 1)))
@@ -106,7 +155,9 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
     __local double *scr = scratch + (EMULATE ? warp * MMA_F64_SCRATCH : 0);
     const int k0 = k_begin + get_group_id(1) * k_chunk;
     const int k1 = min(k_end, k0 + k_chunk);
-    __global const double *pa = a + a_off + i0, *pb = b + b_off + j0;
+    __global const double *pa = a + a_off + (ATRANS ? (size_t)i0 * lda : i0),
+                          *pb = b + b_off + j0;
+    const int rows_live = M - i0 - wm, cols_live = N - j0 - wn;  // this warp's
 
     double acc[MF][NF][F64_C];
 #pragma unroll
@@ -118,23 +169,25 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
                 acc[p][q][h] = 0.0;
 
     double na[LA], nb[LB];
-    fetch(na, LA, TM, pa, lda, k0, k1, M - i0);
+    fetch_a(na, pa, lda, k0, k1, M - i0);
     fetch(nb, LB, TN, pb, ldb, k0, k1, N - j0);
     int s = 0;
     for (int kk = k0; kk < k1; kk += KC) {
         if (STAGES == 1)
             barrier(CLK_LOCAL_MEM_FENCE);  // every warp is done with the last chunk
-        store(la + s * KC * LDA, na, LA, TM, LDA);
-        store(lb + s * KC * LDB, nb, LB, TN, LDB);
+        store(la + s * KC * LDA, na, LA, TM, LDA, ATRANS);
+        store(lb + s * KC * LDB, nb, LB, TN, LDB, 0);
         barrier(CLK_LOCAL_MEM_FENCE);
         if (kk + KC < k1) {  // the next chunk, in flight during the products
-            fetch(na, LA, TM, pa, lda, kk + KC, k1, M - i0);
+            fetch_a(na, pa, lda, kk + KC, k1, M - i0);
             fetch(nb, LB, TN, pb, ldb, kk + KC, k1, N - j0);
         }
         __local const double *sa = la + s * KC * LDA + wm + (PAIRS ? 2 : 1) * g;
         __local const double *sb = lb + s * KC * LDB + wn + (PAIRS ? 2 : 1) * g;
 #pragma unroll
         for (int r = 0; r < KC; r += F64_K) {
+            if (SKIP && kk + r >= k1)  // the same for the whole work-group
+                break;
             double fa[MF][F64_A], fb[NF][F64_B];
 #if PAIRS
             // columns 16 u + g (x) and 16 u + 8 + g (y) of the warp's block, rows r +
@@ -177,7 +230,8 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
             for (int p = 0; p < MF; ++p)
 #pragma unroll
                 for (int q = 0; q < NF; ++q)
-                    mma_f64(acc[p][q], fa[p], fb[q], scr);
+                    if (LIVE(p * F64_M < rows_live && q * 8 < cols_live))
+                        mma_f64(acc[p][q], fa[p], fb[q], scr);
         }
         s = (s + 1) % STAGES;
     }

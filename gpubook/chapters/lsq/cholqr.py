@@ -266,7 +266,8 @@ class CholeskyQR2(Factors):
         if self._m != m:
             mf, c = cl.mem_flags, self.C
             self.chunk, chunks = self._chunking(m)
-            self.At, self.Q = (cl.Buffer(self.ctx, mf.READ_WRITE, 8 * m * c) for _ in range(2))
+            self.Q = cl.Buffer(self.ctx, mf.READ_WRITE, 8 * m * c)
+            self.At = None if self.reads_a_across else cl.Buffer(self.ctx, mf.READ_WRITE, 8 * m * c)
             self.part = cl.Buffer(self.ctx, mf.READ_WRITE, 8 * chunks * c * c) if chunks > 1 else None
             self._m = m
 
@@ -294,15 +295,22 @@ class CholeskyQR2(Factors):
             trace.append(("sum_chunks", launch.enqueue(q, self.k["sum_chunks"], (c * c,), (256,), self.part,
                                                        np.int32(chunks), np.int32(c * c), np.int32(c * c), g)))
 
-    def _banded(self, name, a, lda, b, out, rows, trace):
+    def _banded(self, name, a, lda, b, out, rows, trace, **kw):
         """out[:, j0:j1] = a' b[:, j0:j1] for an upper-triangular b (C x C),
         band by band: the sum runs over rows 0..j1 of b only, and rows(j1)
-        rows of out are written (the rest of the band is below R's diagonal)."""
+        rows of out are written (the rest of the band is below R's diagonal).
+        kw: more arguments of the product (a_trans)."""
         q, c = self.queue, self.C
         for j0 in range(0, c, self.band):
             j1 = min(c, j0 + self.band)
             trace.append((name, self.products(q, self.product_shape, a, 0, lda, b, j0, c,
-                                             out, j0, c, rows(j1), j1 - j0, 0, j1)))
+                                             out, j0, c, rows(j1), j1 - j0, 0, j1, **kw)))
+
+    @property
+    def reads_a_across(self):
+        """True where Q1 = A R1^-1 reads A as it is stored (the FP64 tensor-core
+        kernel's a_trans); the register tiles read a transposed copy of A."""
+        return self.products.on_tensor_cores(self.product_shape)
 
     def _triangular_product(self, name, low, up, out, trace):
         """out = low' up for two upper-triangular factors held as low (R2',
@@ -316,19 +324,29 @@ class CholeskyQR2(Factors):
                 trace.append((name, self.products(q, self.product_shape, low, i0, c, up, j0, c, out,
                                                  i0 * c + j0, c, i1 - i0, j1 - j0, i0, j1)))
 
+    def enqueue_q(self, x, m, out, trace):
+        """out = x R^-1 for the m rows in x, with R^-T in E: R^-1 transposed
+        into Rinv, then the banded product, which reads x as it is stored on the
+        FP64 tensor cores and a transposed copy of it on the register tiles."""
+        c, tt = self.C, (self.TT, self.TT)
+        across = self.reads_a_across
+        for src, rows, dst in ((self.E, c, self.Rinv),) + (() if across else ((x, m, self.At),)):
+            trace.append(("transpose_rows", self.k["transpose_rows"](
+                self.queue, launch.global_size((c, rows), tt), tt, src, np.int32(rows), dst)))
+        if across:
+            self._banded("tiles: Q1 = A R1^-1", x, c, self.Rinv, out, lambda j1: m, trace, a_trans=True)
+        else:
+            self._banded("tiles: Q1 = A R1^-1", self.At, m, self.Rinv, out, lambda j1: m, trace)
+
     def enqueue(self, buf, m, trace=None):
         """Enqueue all of CholeskyQR2 on the m rows in buf (left as they are);
         `settle` then reads the pivots and falls back where they say so."""
         m = checked_rows_buffer(buf, m, self.C)
         trace = [] if trace is None else trace
         self._buffers(m)
-        c, q, i32, tt = self.C, self.queue, np.int32, (self.TT, self.TT)
         self.enqueue_gram(buf, m, self.G1, trace)
         self.chol.enqueue(self.G1, 0, self.E, trace)                 # R1 above, R1^-T in E
-        for src, rows, dst in ((self.E, c, self.Rinv), (buf, m, self.At)):
-            trace.append(("transpose_rows", self.k["transpose_rows"](q, launch.global_size((c, rows), tt), tt, src,
-                                                                     i32(rows), dst)))
-        self._banded("tiles: Q1 = A R1^-1", self.At, m, self.Rinv, self.Q, lambda j1: m, trace)
+        self.enqueue_q(buf, m, self.Q, trace)
         self.enqueue_gram(self.Q, m, self.G2, trace)
         self.chol.enqueue(self.G2, 1, None, trace)                   # R2 above, R2' below
         self.chol.triangle(self.G2, self.E, upper=False, trace=trace)

@@ -226,12 +226,8 @@ class _Passes(cholqr.Factors):
         return self.chols[slot // 2].status(slot % 2)[0]
 
     def _q(self, x, m, out, trace):
-        """out = x R^-1, with R^-T in E: CholeskyQR2's transposes and banded product."""
-        cq, c, tt = self.cq, self.C, (self.cq.TT, self.cq.TT)
-        for src, rows, dst in ((cq.E, c, cq.Rinv), (x, m, cq.At)):
-            trace.append(("transpose_rows", cq.k["transpose_rows"](
-                self.queue, launch.global_size((c, rows), tt), tt, src, np.int32(rows), dst)))
-        cq._banded("tiles: Q1 = A R1^-1", cq.At, m, cq.Rinv, out, lambda j1: m, trace)
+        """out = x R^-1, with R^-T in E: CholeskyQR2's own (enqueue_q)."""
+        self.cq.enqueue_q(x, m, out, trace)
 
     def _product(self, gs, trace):
         """R = R_k ... R_1 from the factored Gram matrices gs (R_i in each one's upper
