@@ -14,7 +14,7 @@ import pytest
 from gpubook import dmma
 from gpubook.chapters.lsq import cholqr, tsqr
 
-SMALL = {"TM": 16, "TN": 16, "WARPS_M": 2, "WARPS_N": 1, "KC": 4}
+SMALL = {"TM": 16, "TN": 16, "WARPS_M": 2, "WARPS_N": 1, "KC": 4, "MMA": "m8n8k4"}
 # Hopper's shapes: fragments of 16 x 8, two warps along i or along j; one with a single local stage
 HOPPER = {"TM": 32, "TN": 16, "WARPS_M": 2, "WARPS_N": 1, "KC": 8, "MMA": "m16n8k4"}
 HOPPER_K8 = {"TM": 16, "TN": 32, "WARPS_M": 1, "WARPS_N": 2, "KC": 8, "MMA": "m16n8k8"}
@@ -192,3 +192,25 @@ def test_the_gram_tile_is_chosen_by_width_and_by_what_the_device_holds(fp64_env,
         raise cholqr.launch.LaunchError("69,640 bytes of local memory requested")
     monkeypatch.setattr(cq.products, "check", refuse)
     assert cq._mma_gram(ctx, queue.device) == dmma.SHAPE and "does not fit" in cq.gram_note
+
+
+def test_cholesky_qr2_computes_the_edges_apart_and_gets_the_same_r(fp64_env):
+    """65 columns in tiles of 32: the Gram matrix's last row and Q1's last column
+    run in cholqr.EDGE_ROWS and EDGE_COLS; R and Q1 match the run without."""
+    _, ctx, queue = fp64_env
+    tile = {**HOPPER, "TN": 32, "WARPS_N": 2}
+    a = np.random.default_rng(9).standard_normal((301, 65))
+    rs, names = [], []
+    for edges in (True, False):
+        cq = cholqr.CholeskyQR2(ctx, queue, 65, block=16, mma=True, emulate=EMULATE, gram_shape=tile,
+                                product_shape=tile, update_shape=tile, edges=edges)
+        assert (cq.gram_edge, cq.col_edge(65)) == ((1, 1) if edges else (0, 0))
+        trace = []
+        cq.enqueue(cq.upload(a), len(a), trace)
+        cq.settle(None, len(a))
+        rs.append(cq.r())
+        names.append([n for n, _ in trace])
+    assert names[0].count("tiles: Gram") == names[1].count("tiles: Gram") + 2
+    assert names[0].count("tiles: Q1 = A R1^-1") == names[1].count("tiles: Q1 = A R1^-1") + 1
+    assert np.max(np.abs(rs[0] - rs[1])) <= 1e-12 * np.max(np.abs(rs[1]))
+    assert tsqr.gram_error(rs[0], a) < 1e-13

@@ -1,10 +1,13 @@
 """What the FP64 tensor-core kernel's edge handling buys CholeskyQR2, on the GPU
 host: the tall case (1,000,000 x 129, whose Gram and Q1 tiles of 64 hold one
-live column of the last 64) and the square one (25,000 x 5,001), three ways:
+live column of the last 64) and the square one (25,000 x 5,001), four ways:
 
-  before   every fragment computed (SKIP=0), Q1 from a transposed copy of A
-  skip     fragments and steps wholly past the matrix skipped
-  across   skip, and Q1 reading A as it is stored (no transposed copy): the default
+  before   whole tiles at the edges, every warp computing (SKIP=0), and Q1
+           from a transposed copy of A
+  edges    the Gram's last rows and Q1's last columns apart (cholqr.EDGE_ROWS,
+           EDGE_COLS)
+  across   edges, and Q1 reading A as it is stored (no transposed copy)
+  default  across, and the warps wholly past the matrix skipping their products
 
 each timed by the device's clock (gpubook.chapters.lsq.measure.time_factor, as
 part 8.3 times it), with ||Q'Q - I|| and the Gram check, against cuSOLVER's QR
@@ -30,14 +33,13 @@ class Transposing(cholqr.CholeskyQR2):
 
 
 def factorisation(ctx, queue, cols, way):
-    if way == "across":
+    if way == "default":
         return cholqr.CholeskyQR2(ctx, queue, cols, mma=True)
-    skip = 0 if way == "before" else 1
     probe = cholqr.CholeskyQR2(ctx, queue, cols, mma=True)
-    shapes = {name: {**getattr(probe, attr), "SKIP": skip} for name, attr in
-              (("gram_shape", "gram_shape"), ("product_shape", "product_shape"))}
-    tile = {**dmma.SHAPE, "SKIP": skip}
-    return Transposing(ctx, queue, cols, mma=True, update_shape=tile, inverse_shape=tile, **shapes)
+    shapes = {"gram_shape": {**probe.gram_shape, "SKIP": 0}, "product_shape": {**probe.product_shape, "SKIP": 0},
+              "update_shape": {**dmma.SHAPE, "SKIP": 0}, "inverse_shape": {**dmma.SHAPE, "SKIP": 0}}
+    kind = Transposing if way in ("before", "edges") else cholqr.CholeskyQR2
+    return kind(ctx, queue, cols, mma=True, edges=way != "before", **shapes)
 
 
 def main():
@@ -49,11 +51,11 @@ def main():
         a = np.column_stack([x, y])
         cus = cusolver_seconds(a[:, :k] if k > 1000 else a)
         print(f"{m:,} x {k + 1:,}: cuSOLVER {cus * 1e3:.2f} ms", flush=True)
-        for way in ("before", "skip", "across"):
+        for way in ("before", "edges", "across", "default"):
             cq = factorisation(ctx, queue, k + 1, way)
             res, r = lm.time_factor(cq, a, repeats=5)
             square = k > 1000          # Q'Q on the host takes a while there: the default way only
-            orth = lm.cholqr2_orthogonality(cq, a)["q"] if way == "across" or not square else None
+            orth = lm.cholqr2_orthogonality(cq, a)["q"] if way == "default" or not square else None
             gram = gram_check(r, a)
             by = {n: round(s * 1e3, 3) for n, s in res["by_kernel"].items()}
             print(f"  {way:7s} {res['median_s'] * 1e3:8.2f} ms ({cus / res['median_s']:.2f}x cuSOLVER) "

@@ -29,12 +29,13 @@
 // column i of the product (A[a_off + i lda + k]): the Q1 = A R^-1 of chapter 8
 // then reads A as it is stored, instead of a transposed copy. A work-item's
 // loads then run along k, so that a warp reads two rows of KC doubles.
-// SKIP=1 (default): a warp skips the fragments that lie wholly past M or N and
-// the steps of F64_K rows wholly past the last row (a tile at the edge of a
-// matrix 129 wide, say, holds one live column in 64). A fragment's decision is
-// the same for the 32 lanes of a warp, a step's for the whole work-group.
-// Emulated, the warps meet at barriers inside the product, so every fragment
-// is computed there (the result is the same: a skipped one is never written).
+// SKIP=1 (default): a warp whose block lies wholly past M or N skips its
+// products (in a tile at the edge of a matrix 129 wide, three warps of four
+// hold nothing). The test is one per chunk: on an H200 (2026-11-28), a test
+// around each fragment's mma and each step of F64_K rows cost more than it
+// saved (the Gram product of 1,000,000 x 129: 3.96 ms against 2.81 ms without).
+// Emulated, the warps meet at barriers inside the product, so every warp
+// computes there (the result is the same: a skipped block is never written).
 //
 // Build options: TM, TN, WARPS_M, WARPS_N, KC (multiple of F64_K), STAGES (1 or
 // 2, default 2), PAIRS (0 or 1, default 0), ATRANS (default 0), SKIP (default 1),
@@ -70,6 +71,18 @@
 #define LA ((KC * TM + NTH - 1) / NTH)
 #define LB ((KC * TN + NTH - 1) / NTH)
 
+// Element e of a chunk of A read the other way round: its term k and column i
+// (blocks of 4 terms x 8 columns, one block per 32 consecutive e).
+inline int across_k(const int e)
+{
+    return e % 4 + 4 * (e / 32 % (KC / 4));
+}
+
+inline int across_i(const int e)
+{
+    return e % 32 / 4 + 8 * (e / 32 / (KC / 4));
+}
+
 // One chunk of a panel (KC rows, `width` columns) from global memory into
 // registers, zeros past the rows k1 and the columns `left`.
 static void fetch(double *next, const int per_item, const int width,
@@ -85,14 +98,18 @@ static void fetch(double *next, const int per_item, const int width,
 }
 
 // The same chunk of A given the other way round (ATRANS): column i of the
-// panel is row i of the buffer, and lanes next to each other read along it.
+// panel is row i of the buffer. Four lanes read four terms k next to each other
+// (32 bytes) of each of 8 rows i; their stores to local memory then fall on
+// rows k 0-3 of 8 columns, which take the two passes 256 bytes need (one lane
+// a row i and the next lane the next k would put 16 rows of one column on two
+// banks: 8 passes).
 static void fetch_across(double *next, __global const double *p, const int ld,
                          const int kk, const int k1, const int left)
 {
     const int lid = get_local_id(0);
 #pragma unroll
     for (int l = 0; l < LA; ++l) {
-        const int e = lid + l * NTH, k = kk + e % KC, i = e / KC;
+        const int e = lid + l * NTH, k = kk + across_k(e), i = across_i(e);
         next[l] = (e < KC * TM && k < k1 && i < left) ? p[(size_t)i * ld + k] : 0.0;
     }
 }
@@ -112,7 +129,7 @@ static void store(__local double *panel, const double *next, const int per_item,
         const int e = lid + l * NTH;
         if (e < KC * width) {
             if (across)
-                panel[(e % KC) * ldl + slot(e / KC)] = next[l];
+                panel[across_k(e) * ldl + slot(across_i(e))] = next[l];
             else
                 panel[(e / width) * ldl + slot(e % width)] = next[l];
         }
@@ -184,54 +201,53 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
         }
         __local const double *sa = la + s * KC * LDA + wm + (PAIRS ? 2 : 1) * g;
         __local const double *sb = lb + s * KC * LDB + wn + (PAIRS ? 2 : 1) * g;
+        if (LIVE(rows_live > 0 && cols_live > 0)) {  // else past the matrix (SKIP)
 #pragma unroll
-        for (int r = 0; r < KC; r += F64_K) {
-            if (SKIP && kk + r >= k1)  // the same for the whole work-group
-                break;
-            double fa[MF][F64_A], fb[NF][F64_B];
+            for (int r = 0; r < KC; r += F64_K) {
+                double fa[MF][F64_A], fb[NF][F64_B];
 #if PAIRS
-            // columns 16 u + g (x) and 16 u + 8 + g (y) of the warp's block, rows r +
-            // t + 4 j
+                // columns 16 u + g (x) and 16 u + 8 + g (y) of the warp's block, rows r +
+                // t + 4 j
 #pragma unroll
-            for (int u = 0; u < WTM / 16; ++u)
+                for (int u = 0; u < WTM / 16; ++u)
 #pragma unroll
-                for (int j = 0; j < F64_K / 4; ++j) {
-                    const double2 v =
-                            *(__local const double2 *)(sa + (r + t + 4 * j) * LDA +
-                                                       16 * u);
-                    fa[16 * u / F64_M][j * F64_R + 16 * u % F64_M / 8] = v.x;
-                    fa[(16 * u + 8) / F64_M][j * F64_R + (16 * u + 8) % F64_M / 8] =
-                            v.y;
-                }
+                    for (int j = 0; j < F64_K / 4; ++j) {
+                        const double2 v =
+                                *(__local const double2 *)(sa + (r + t + 4 * j) * LDA +
+                                                           16 * u);
+                        fa[16 * u / F64_M][j * F64_R + 16 * u % F64_M / 8] = v.x;
+                        fa[(16 * u + 8) / F64_M][j * F64_R + (16 * u + 8) % F64_M / 8] =
+                                v.y;
+                    }
 #pragma unroll
-            for (int u = 0; u < WTN / 16; ++u)
+                for (int u = 0; u < WTN / 16; ++u)
 #pragma unroll
-                for (int j = 0; j < F64_B; ++j) {
-                    const double2 v =
-                            *(__local const double2 *)(sb + (r + t + 4 * j) * LDB +
-                                                       16 * u);
-                    fb[2 * u][j] = v.x;
-                    fb[2 * u + 1][j] = v.y;
-                }
+                    for (int j = 0; j < F64_B; ++j) {
+                        const double2 v =
+                                *(__local const double2 *)(sb + (r + t + 4 * j) * LDB +
+                                                           16 * u);
+                        fb[2 * u][j] = v.x;
+                        fb[2 * u + 1][j] = v.y;
+                    }
 #else
 #pragma unroll
-            for (int p = 0; p < MF; ++p)
+                for (int p = 0; p < MF; ++p)
 #pragma unroll
-                for (int i = 0; i < F64_A; ++i)
-                    fa[p][i] = sa[(r + t + 4 * (i / F64_R)) * LDA + p * F64_M +
-                                  8 * (i % F64_R)];
-#pragma unroll
-            for (int q = 0; q < NF; ++q)
-#pragma unroll
-                for (int i = 0; i < F64_B; ++i)
-                    fb[q][i] = sb[(r + t + 4 * i) * LDB + q * 8];
-#endif
-#pragma unroll
-            for (int p = 0; p < MF; ++p)
+                    for (int i = 0; i < F64_A; ++i)
+                        fa[p][i] = sa[(r + t + 4 * (i / F64_R)) * LDA + p * F64_M +
+                                      8 * (i % F64_R)];
 #pragma unroll
                 for (int q = 0; q < NF; ++q)
-                    if (LIVE(p * F64_M < rows_live && q * 8 < cols_live))
+#pragma unroll
+                    for (int i = 0; i < F64_B; ++i)
+                        fb[q][i] = sb[(r + t + 4 * i) * LDB + q * 8];
+#endif
+#pragma unroll
+                for (int p = 0; p < MF; ++p)
+#pragma unroll
+                    for (int q = 0; q < NF; ++q)
                         mma_f64(acc[p][q], fa[p], fb[q], scr);
+            }
         }
         s = (s + 1) % STAGES;
     }

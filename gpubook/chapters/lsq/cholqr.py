@@ -57,6 +57,13 @@ PRODUCT_SHAPE = {"TM": 128, "TN": 64, "WM": 8, "WN": 4, "K": 8, "STAGES": 2}
 # 128 would leave most compute units idle and pad the rest.
 GRAM_WIDE = {"TM": 128, "TN": 128, "WARPS_M": 2, "WARPS_N": 4, "KC": 16, "STAGES": 1}
 WIDE_FROM = 1024
+# The edges of the products on the FP64 tensor cores. Where a matrix is a few
+# columns wider than a multiple of the tile (the tall case's [X y] is 129 = 2 x 64
+# + 1), the last row of Gram tiles, or the last column of Q1's tiles, computes a
+# whole tile for those few: on 1,000,000 x 129, half of each Gram product's work
+# and a third of Q1's. Those few rows (or columns) run apart in narrow tiles instead.
+EDGE_ROWS = {"TM": 16, "TN": 64, "WARPS_M": 1, "WARPS_N": 2, "KC": 16}
+EDGE_COLS = {"TM": 64, "TN": 8, "WARPS_M": 4, "WARPS_N": 1, "KC": 16}
 
 
 def _round_up(n, step):
@@ -209,10 +216,11 @@ class CholeskyQR2(Factors):
 
     def __init__(self, ctx, queue, cols, limit=COND_LIMIT, gram_shape=None, product_shape=None, block=64,
                  band=512, update_shape=None, inverse_shape=None, mma=False, emulate=False, tsqr_options=None,
-                 panel=PANEL, bind=True):
+                 panel=PANEL, bind=True, edges=True):
         device = queue.device
         require_fp64(device)
         self.ctx, self.queue, self.C = ctx, queue, inputs.count("cols", cols, 1)
+        self.edges = bool(edges)
         self.limit = float(limit)
         self.products = Products(emulate, bind)
         self.gram_note = ""
@@ -223,6 +231,10 @@ class CholeskyQR2(Factors):
         if self.gram_shape["TM"] != self.gram_shape["TN"]:
             raise ValueError("the Gram product needs square tiles (TM = TN)")
         self.products.check(ctx, device, self.gram_shape, triangle=True)
+        if self.gram_edge:
+            self.products.check(ctx, device, EDGE_ROWS)
+        if self.edges and self.products.on_tensor_cores(self.product_shape):
+            self.products.check(ctx, device, EDGE_COLS)
         if mma:
             update_shape, inverse_shape = update_shape or dmma.SHAPE, inverse_shape or dmma.SHAPE
         self.chol = DeviceCholesky(ctx, queue, cols, block, update_shape, inverse_shape, self.products, panel)
@@ -253,6 +265,20 @@ class CholeskyQR2(Factors):
         return GRAM_WIDE
 
     @property
+    def gram_edge(self):
+        """The last rows of the Gram matrix that EDGE_ROWS computes apart (0: none):
+        on the tensor cores, where they are at most 16 past a multiple of the tile."""
+        extra = self.C % self.gram_shape["TN"]
+        on = self.edges and self.products.on_tensor_cores(self.gram_shape) and self.C > self.gram_shape["TN"]
+        return extra if on and extra <= EDGE_ROWS["TM"] else 0
+
+    def col_edge(self, width):
+        """The last columns of a product `width` wide that EDGE_COLS computes apart."""
+        tn, extra = self.product_shape["TN"], width % self.product_shape["TN"]
+        on = self.edges and self.products.on_tensor_cores(self.product_shape) and width > tn
+        return extra if on and extra <= EDGE_COLS["TN"] else 0
+
+    @property
     def tsqr(self):
         if self._tsqr is None:
             self._tsqr = TSQR(self.ctx, self.queue, self.C, **self._tsqr_options)
@@ -275,7 +301,7 @@ class CholeskyQR2(Factors):
         """Rows per work-group row of the Gram product: enough chunks to give
         every compute unit four work-groups, and none longer than SUM_ROWS,
         as far as the chunks' partial sums fit one buffer."""
-        t = -(-self.C // self.gram_shape["TN"])
+        t = -(-(self.C - self.gram_edge) // self.gram_shape["TN"])
         tri = t * (t + 1) // 2
         kk = Products.rows_step(self.gram_shape)
         fit = max(1, int(self.queue.device.max_mem_alloc_size) // (8 * self.C * self.C))
@@ -289,8 +315,14 @@ class CholeskyQR2(Factors):
         c, q = self.C, self.queue
         chunks = -(-m // self.chunk)
         out = g if chunks == 1 else self.part
+        edge = self.gram_edge
+        main = c - edge
         trace.append(("tiles: Gram", self.products(q, self.gram_shape, buf, 0, c, buf, 0, c, out, 0, c,
-                                                  c, c, 0, m, k_chunk=self.chunk, c_stride=c * c, triangle=True)))
+                                                  main, main, 0, m, k_chunk=self.chunk, c_stride=c * c,
+                                                  triangle=True)))
+        if edge:                                 # its last rows, all their columns
+            trace.append(("tiles: Gram", self.products(q, EDGE_ROWS, buf, main, c, buf, 0, c, out, main * c, c,
+                                                      edge, c, 0, m, k_chunk=self.chunk, c_stride=c * c)))
         if chunks > 1:
             trace.append(("sum_chunks", launch.enqueue(q, self.k["sum_chunks"], (c * c,), (256,), self.part,
                                                        np.int32(chunks), np.int32(c * c), np.int32(c * c), g)))
@@ -303,8 +335,11 @@ class CholeskyQR2(Factors):
         q, c = self.queue, self.C
         for j0 in range(0, c, self.band):
             j1 = min(c, j0 + self.band)
-            trace.append((name, self.products(q, self.product_shape, a, 0, lda, b, j0, c,
-                                             out, j0, c, rows(j1), j1 - j0, 0, j1, **kw)))
+            edge = self.col_edge(j1 - j0)
+            for shape, lo, hi in ((self.product_shape, j0, j1 - edge), (EDGE_COLS, j1 - edge, j1)):
+                if hi > lo:
+                    trace.append((name, self.products(q, shape, a, 0, lda, b, lo, c,
+                                                     out, lo, c, rows(j1), hi - lo, 0, j1, **kw)))
 
     @property
     def reads_a_across(self):
