@@ -8,8 +8,7 @@ tests check the tiling and the bounds that way).
 A shape gives the tile (TM, TN, WARPS_M, WARPS_N, KC), may give the local
 stages ("STAGES": 1 or 2, default 2) and the paired 16-byte fragment loads
 ("PAIRS": 0 or 1, default 0; 1 needs each warp's block a multiple of 16 wide
-both ways), may turn off the skipping of fragments and steps that lie wholly
-past the matrix ("SKIP": 1 by default; 0 to measure what it saves), and may name the FP64 mma shape ("MMA": one of gpubook.tensor.F64_SHAPES); without it the kernel
+both ways), and may name the FP64 mma shape ("MMA": one of gpubook.tensor.F64_SHAPES); without it the kernel
 uses the device's (tensor.f64_shape: Hopper's m16n8k4 on sm_90 and later,
 m8n8k4 on sm_8x, and m8n8k4 when emulated on a device without either).
 """
@@ -37,7 +36,7 @@ def label(shape):
     mma, stages = shape.get("MMA"), shape.get("STAGES", 2)
     return (f"{shape['TM']}x{shape['TN']} tile, {shape['WARPS_M']}x{shape['WARPS_N']} warps, "
             f"K={shape['KC']}" + (", one local stage" if stages == 1 else "") +
-            (", nothing skipped" if shape.get("SKIP", 1) == 0 else "") + ", FP64 mma" +
+            ", FP64 mma" +
             (f" {mma}" if mma else ""))
 
 
@@ -100,11 +99,9 @@ def _checked_kernel(ctx, device, shape, triangle, emulate, a_trans=False):
                          "multiples of 16")
     if triangle and tm != tn:
         raise ValueError("the triangle needs square tiles")
-    if shape.get("SKIP", 1) not in (0, 1):
-        raise ValueError(f"{label(shape)}: SKIP is 0 or 1")
     launch.check(device, work_items(shape), local_bytes(shape, emulate, device))
     defines = {**{k: shape[k] for k in TILE_KEYS}, "STAGES": shape.get("STAGES", 2), "PAIRS": pairs(shape),
-               "TRIANGLE": int(triangle), "ATRANS": int(bool(a_trans)), "SKIP": shape.get("SKIP", 1),
+               "TRIANGLE": int(triangle), "ATRANS": int(bool(a_trans)),
                **tensor.f64_defines(mma)}
     kern = tensor._build(ctx, device, PATH, "dmma_tiles", defines, emulate)
     launch.check(device, work_items(shape), kern=kern)

@@ -23,8 +23,7 @@ SHAPES = {"m8n8k4": SMALL, "m16n8k4": HOPPER, "m16n8k8": HOPPER_K8, "one stage":
           "m16n8k4 paired loads": {**HOPPER, "PAIRS": 1},
           "m16n8k8 paired, one stage": {**HOPPER_K8, "KC": 16, "STAGES": 1, "PAIRS": 1},
           "m8n8k4 paired": {"TM": 32, "TN": 32, "WARPS_M": 2, "WARPS_N": 1, "KC": 8, "MMA": "m8n8k4", "PAIRS": 1}}
-# On a GPU host, GPUBOOK_DMMA_NATIVE=1 runs every test on the tensor cores instead
-# (where the kernel also skips the fragments that lie past the matrix).
+# On a GPU host, GPUBOOK_DMMA_NATIVE=1 runs every test on the tensor cores instead.
 EMULATE = os.environ.get("GPUBOOK_DMMA_NATIVE") != "1"
 
 
@@ -125,8 +124,6 @@ def test_bad_shapes_are_refused(fp64_env):
         dmma.get_kernel(ctx, queue.device, {**SMALL, "MMA": "m8n8k8"}, emulate=True)
     with pytest.raises(ValueError, match="PAIRS is 0 or 1, and 1 needs"):
         dmma.get_kernel(ctx, queue.device, {**SMALL, "PAIRS": 1}, emulate=True)
-    with pytest.raises(ValueError, match="SKIP is 0 or 1"):
-        dmma.get_kernel(ctx, queue.device, {**SMALL, "SKIP": 2}, emulate=True)
 
 
 def test_local_bytes_and_labels():
@@ -139,7 +136,6 @@ def test_local_bytes_and_labels():
     assert dmma.local_bytes(HOPPER, emulate=True) == 2 * 8 * 8 * 64 + 8 * (64 + 32) * 2
     assert dmma.label(HOPPER_ONE_STAGE) == "32x32 tile, 2x2 warps, K=12, one local stage, FP64 mma m16n8k4"
     assert dmma.label(dmma.SHAPE) == "64x64 tile, 2x2 warps, K=16, FP64 mma"
-    assert dmma.label({**dmma.SHAPE, "SKIP": 0}) == "64x64 tile, 2x2 warps, K=16, nothing skipped, FP64 mma"
 
 
 def test_not_nvidia_says_why(fp64_env):

@@ -1,13 +1,13 @@
-"""What the FP64 tensor-core kernel's edge handling buys CholeskyQR2, on the GPU
-host: the tall case (1,000,000 x 129, whose Gram and Q1 tiles of 64 hold one
-live column of the last 64) and the square one (25,000 x 5,001), four ways:
+"""What the edges and the tiles buy CholeskyQR2 on the FP64 tensor cores, on the
+GPU host: the tall case (1,000,000 x 129, whose Gram and Q1 tiles of 64 hold one
+live column of the last 64) and the square one (25,000 x 5,001), several ways:
 
-  before   whole tiles at the edges, every warp computing (SKIP=0), and Q1
-           from a transposed copy of A
+  before   whole tiles at the edges, and Q1 from a transposed copy of A
   edges    the Gram's last rows and Q1's last columns apart (cholqr.EDGE_ROWS,
-           EDGE_COLS)
-  across   edges, and Q1 reading A as it is stored (no transposed copy)
-  default  across, and the warps wholly past the matrix skipping their products
+           EDGE_COLS), Q1 still from the copy
+  default  as CholeskyQR2 runs by default (edges; Q1 reading A as stored where
+           the matrix is narrow: reads_a_across)
+  then the default with other tiles for the Gram or Q1's product,
 
 each timed by the device's clock (gpubook.chapters.lsq.measure.time_factor, as
 part 8.3 times it), with ||Q'Q - I|| and the Gram check, against cuSOLVER's QR
@@ -22,24 +22,16 @@ import numpy as np
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import gpubook as gb  # noqa: E402
 from check_qr import cusolver_seconds, gram_check  # noqa: E402
-from gpubook import dmma  # noqa: E402
 from gpubook.chapters import lsq  # noqa: E402
 from gpubook.chapters.lsq import cholqr, measure as lm  # noqa: E402
 
 
-class Transposing(cholqr.CholeskyQR2):
-    """CholeskyQR2 as it was: Q1 from a transposed copy of A."""
-    reads_a_across = False
-
-
-def factorisation(ctx, queue, cols, way):
-    if way == "default":
-        return cholqr.CholeskyQR2(ctx, queue, cols, mma=True)
-    probe = cholqr.CholeskyQR2(ctx, queue, cols, mma=True)
-    shapes = {"gram_shape": {**probe.gram_shape, "SKIP": 0}, "product_shape": {**probe.product_shape, "SKIP": 0},
-              "update_shape": {**dmma.SHAPE, "SKIP": 0}, "inverse_shape": {**dmma.SHAPE, "SKIP": 0}}
-    kind = Transposing if way in ("before", "edges") else cholqr.CholeskyQR2
-    return kind(ctx, queue, cols, mma=True, edges=way != "before", **shapes)
+WIDE = {"TM": 128, "TN": 128, "WARPS_M": 2, "WARPS_N": 4, "KC": 16, "STAGES": 1}
+WAYS = {"before": {"edges": False, "across": False}, "edges": {"across": False}, "default": {},
+        "Q1 128x64": {"product_shape": {"TM": 128, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16}},
+        "Q1 128x128": {"product_shape": WIDE}, "Gram 128x128": {"gram_shape": WIDE},
+        "Gram and Q1 128x128": {"gram_shape": WIDE, "product_shape": WIDE}}
+SQUARE_WAYS = ("before", "edges", "default", "Q1 128x64", "Q1 128x128")
 
 
 def main():
@@ -51,8 +43,12 @@ def main():
         a = np.column_stack([x, y])
         cus = cusolver_seconds(a[:, :k] if k > 1000 else a)
         print(f"{m:,} x {k + 1:,}: cuSOLVER {cus * 1e3:.2f} ms", flush=True)
-        for way in ("before", "edges", "across", "default"):
-            cq = factorisation(ctx, queue, k + 1, way)
+        for way in SQUARE_WAYS if k > 1000 else WAYS:
+            try:
+                cq = cholqr.CholeskyQR2(ctx, queue, k + 1, mma=True, **WAYS[way])
+            except Exception as err:  # a tile the device cannot hold: say so and go on
+                print(f"  {way}: {err}", flush=True)
+                continue
             res, r = lm.time_factor(cq, a, repeats=5)
             square = k > 1000          # Q'Q on the host takes a while there: the default way only
             orth = lm.cholqr2_orthogonality(cq, a)["q"] if way == "default" or not square else None

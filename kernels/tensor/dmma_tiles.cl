@@ -29,17 +29,15 @@
 // column i of the product (A[a_off + i lda + k]): the Q1 = A R^-1 of chapter 8
 // then reads A as it is stored, instead of a transposed copy. A work-item's
 // loads then run along k, so that a warp reads two rows of KC doubles.
-// SKIP=1 (default): a warp whose block lies wholly past M or N skips its
-// products (in a tile at the edge of a matrix 129 wide, three warps of four
-// hold nothing). The test is one per chunk: on an H200 (2026-11-28), a test
-// around each fragment's mma and each step of F64_K rows cost more than it
-// saved (the Gram product of 1,000,000 x 129: 3.96 ms against 2.81 ms without).
-// Emulated, the warps meet at barriers inside the product, so every warp
-// computes there (the result is the same: a skipped block is never written).
+// Every warp computes its whole block, even where it lies past M or N: on an
+// H200 (2026-11-28), a test around each fragment's mma slowed the Gram product
+// of 1,000,000 x 129 from 2.81 to 3.96 ms, and one test per warp and chunk
+// saved nothing there and cost 1 ms of the 34 ms of 25,000 x 5,001's. The host
+// computes a matrix's last few rows or columns apart instead (gpubook.chapters.
+// lsq.cholqr's edges).
 //
 // Build options: TM, TN, WARPS_M, WARPS_N, KC (multiple of F64_K), STAGES (1 or
-// 2, default 2), PAIRS (0 or 1, default 0), ATRANS (default 0), SKIP (default 1),
-// F64_M, F64_K
+// 2, default 2), PAIRS (0 or 1, default 0), ATRANS (default 0), F64_M, F64_K
 // (mma.cl), TRIANGLE (only tiles on and below the diagonal of a square C),
 // EMULATE (gpubook.tensor). The rows k_begin..k_end are split into chunks of
 // k_chunk, one per get_group_id(1); chunk h writes its sums at c_off + h * c_stride.
@@ -56,14 +54,6 @@
 #endif
 #ifndef ATRANS
 #define ATRANS 0
-#endif
-#ifndef SKIP
-#define SKIP 1
-#endif
-#if EMULATE || !SKIP
-#define LIVE(x) 1
-#else
-#define LIVE(x) (x)
 #endif
 #define PAD (PAIRS ? 4 : 8)
 #define LDA (TM + PAD)
@@ -174,7 +164,6 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
     const int k1 = min(k_end, k0 + k_chunk);
     __global const double *pa = a + a_off + (ATRANS ? (size_t)i0 * lda : i0),
                           *pb = b + b_off + j0;
-    const int rows_live = M - i0 - wm, cols_live = N - j0 - wn;  // this warp's
 
     double acc[MF][NF][F64_C];
 #pragma unroll
@@ -201,53 +190,51 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
         }
         __local const double *sa = la + s * KC * LDA + wm + (PAIRS ? 2 : 1) * g;
         __local const double *sb = lb + s * KC * LDB + wn + (PAIRS ? 2 : 1) * g;
-        if (LIVE(rows_live > 0 && cols_live > 0)) {  // else past the matrix (SKIP)
 #pragma unroll
-            for (int r = 0; r < KC; r += F64_K) {
-                double fa[MF][F64_A], fb[NF][F64_B];
+        for (int r = 0; r < KC; r += F64_K) {
+            double fa[MF][F64_A], fb[NF][F64_B];
 #if PAIRS
-                // columns 16 u + g (x) and 16 u + 8 + g (y) of the warp's block, rows r +
-                // t + 4 j
+            // columns 16 u + g (x) and 16 u + 8 + g (y) of the warp's block, rows r +
+            // t + 4 j
 #pragma unroll
-                for (int u = 0; u < WTM / 16; ++u)
+            for (int u = 0; u < WTM / 16; ++u)
 #pragma unroll
-                    for (int j = 0; j < F64_K / 4; ++j) {
-                        const double2 v =
-                                *(__local const double2 *)(sa + (r + t + 4 * j) * LDA +
-                                                           16 * u);
-                        fa[16 * u / F64_M][j * F64_R + 16 * u % F64_M / 8] = v.x;
-                        fa[(16 * u + 8) / F64_M][j * F64_R + (16 * u + 8) % F64_M / 8] =
-                                v.y;
-                    }
+                for (int j = 0; j < F64_K / 4; ++j) {
+                    const double2 v =
+                            *(__local const double2 *)(sa + (r + t + 4 * j) * LDA +
+                                                       16 * u);
+                    fa[16 * u / F64_M][j * F64_R + 16 * u % F64_M / 8] = v.x;
+                    fa[(16 * u + 8) / F64_M][j * F64_R + (16 * u + 8) % F64_M / 8] =
+                            v.y;
+                }
 #pragma unroll
-                for (int u = 0; u < WTN / 16; ++u)
+            for (int u = 0; u < WTN / 16; ++u)
 #pragma unroll
-                    for (int j = 0; j < F64_B; ++j) {
-                        const double2 v =
-                                *(__local const double2 *)(sb + (r + t + 4 * j) * LDB +
-                                                           16 * u);
-                        fb[2 * u][j] = v.x;
-                        fb[2 * u + 1][j] = v.y;
-                    }
+                for (int j = 0; j < F64_B; ++j) {
+                    const double2 v =
+                            *(__local const double2 *)(sb + (r + t + 4 * j) * LDB +
+                                                       16 * u);
+                    fb[2 * u][j] = v.x;
+                    fb[2 * u + 1][j] = v.y;
+                }
 #else
 #pragma unroll
-                for (int p = 0; p < MF; ++p)
+            for (int p = 0; p < MF; ++p)
 #pragma unroll
-                    for (int i = 0; i < F64_A; ++i)
-                        fa[p][i] = sa[(r + t + 4 * (i / F64_R)) * LDA + p * F64_M +
-                                      8 * (i % F64_R)];
+                for (int i = 0; i < F64_A; ++i)
+                    fa[p][i] = sa[(r + t + 4 * (i / F64_R)) * LDA + p * F64_M +
+                                  8 * (i % F64_R)];
 #pragma unroll
-                for (int q = 0; q < NF; ++q)
+            for (int q = 0; q < NF; ++q)
 #pragma unroll
-                    for (int i = 0; i < F64_B; ++i)
-                        fb[q][i] = sb[(r + t + 4 * i) * LDB + q * 8];
+                for (int i = 0; i < F64_B; ++i)
+                    fb[q][i] = sb[(r + t + 4 * i) * LDB + q * 8];
 #endif
 #pragma unroll
-                for (int p = 0; p < MF; ++p)
+            for (int p = 0; p < MF; ++p)
 #pragma unroll
-                    for (int q = 0; q < NF; ++q)
-                        mma_f64(acc[p][q], fa[p], fb[q], scr);
-            }
+                for (int q = 0; q < NF; ++q)
+                    mma_f64(acc[p][q], fa[p], fb[q], scr);
         }
         s = (s + 1) % STAGES;
     }

@@ -216,11 +216,12 @@ class CholeskyQR2(Factors):
 
     def __init__(self, ctx, queue, cols, limit=COND_LIMIT, gram_shape=None, product_shape=None, block=64,
                  band=512, update_shape=None, inverse_shape=None, mma=False, emulate=False, tsqr_options=None,
-                 panel=PANEL, bind=True, edges=True):
+                 panel=PANEL, bind=True, edges=True, across=None):
         device = queue.device
         require_fp64(device)
         self.ctx, self.queue, self.C = ctx, queue, inputs.count("cols", cols, 1)
         self.edges = bool(edges)
+        self._across = across
         self.limit = float(limit)
         self.products = Products(emulate, bind)
         self.gram_note = ""
@@ -344,8 +345,16 @@ class CholeskyQR2(Factors):
     @property
     def reads_a_across(self):
         """True where Q1 = A R1^-1 reads A as it is stored (the FP64 tensor-core
-        kernel's a_trans); the register tiles read a transposed copy of A."""
-        return self.products.on_tensor_cores(self.product_shape)
+        kernel's a_trans), False where it reads a transposed copy of A: `across`
+        where given, else True for a matrix on the tensor cores narrower than
+        WIDE_FROM. On an H200 (2026-11-28, tools/probe_dmma_edges.py) reading
+        across saved the tall case's 0.69 ms transpose for 0.43 ms more product
+        (1,000,000 x 129), and cost 3.2 ms of product for 0.65 ms of transpose
+        on 25,000 x 5,001, whose rows of 5,001 doubles start off the 32-byte
+        sectors; the register tiles always read the copy."""
+        if not self.products.on_tensor_cores(self.product_shape):
+            return False
+        return self.C < WIDE_FROM if self._across is None else bool(self._across)
 
     def _triangular_product(self, name, low, up, out, trace):
         """out = low' up for two upper-triangular factors held as low (R2',
