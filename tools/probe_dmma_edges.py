@@ -28,7 +28,7 @@ from gpubook.chapters.lsq import cholqr, measure as lm  # noqa: E402
 
 WIDE = {"TM": 128, "TN": 128, "WARPS_M": 2, "WARPS_N": 4, "KC": 16, "STAGES": 1}
 WAYS = {"before": {"edges": False, "across": False}, "edges": {"across": False}, "default": {},
-        "Q1 128x64": {"product_shape": {"TM": 128, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16}},
+        "Q1 128x64": {"product_shape": {"TM": 128, "TN": 64, "WARPS_M": 2, "WARPS_N": 2, "KC": 16, "STAGES": 1}},
         "Q1 128x128": {"product_shape": WIDE}, "Gram 128x128": {"gram_shape": WIDE},
         "Gram and Q1 128x128": {"gram_shape": WIDE, "product_shape": WIDE}}
 SQUARE_WAYS = ("before", "edges", "default", "Q1 128x64", "Q1 128x128")

@@ -232,6 +232,7 @@ class CholeskyQR2(Factors):
         if self.gram_shape["TM"] != self.gram_shape["TN"]:
             raise ValueError("the Gram product needs square tiles (TM = TN)")
         self.products.check(ctx, device, self.gram_shape, triangle=True)
+        self.products.check(ctx, device, self.product_shape)
         if self.gram_edge:
             self.products.check(ctx, device, EDGE_ROWS)
         if self.edges and self.products.on_tensor_cores(self.product_shape):
