@@ -24,6 +24,8 @@ SHAPES = {"m8n8k4": SMALL, "m16n8k4": HOPPER, "m16n8k8": HOPPER_K8, "one stage":
           "m16n8k8 paired, one stage": {**HOPPER_K8, "KC": 16, "STAGES": 1, "PAIRS": 1},
           "m8n8k4 paired": {"TM": 32, "TN": 32, "WARPS_M": 2, "WARPS_N": 1, "KC": 8, "MMA": "m8n8k4", "PAIRS": 1}}
 # On a GPU host, GPUBOOK_DMMA_NATIVE=1 runs every test on the tensor cores instead.
+SHAPES["m16n8k4 8 across"] = {**HOPPER, "ACROSS": 8}
+SHAPES["one stage, 4 across"] = {**HOPPER_ONE_STAGE, "ACROSS": 4}
 EMULATE = os.environ.get("GPUBOOK_DMMA_NATIVE") != "1"
 
 
@@ -76,7 +78,8 @@ def test_triangle_writes_only_tiles_on_and_below_the_diagonal(fp64_env, tile):
     assert out[0, t] == 7.0 and out[0, n - 1] == 7.0 and out[t, 2 * t] == 7.0  # tiles above the diagonal
 
 
-@pytest.mark.parametrize("tile", ["m16n8k4", "one stage", "m16n8k8 paired, one stage", "m8n8k4"])
+@pytest.mark.parametrize("tile", ["m16n8k4", "one stage", "m16n8k8 paired, one stage", "m8n8k4",
+                                  "m16n8k4 8 across", "one stage, 4 across"])
 @pytest.mark.parametrize("m, n, rows, chunk", [(37, 21, 29, None), (5, 40, 53, 12), (129, 9, 129, None)])
 def test_a_given_the_other_way_round(fp64_env, m, n, rows, chunk, tile):
     """a_trans: C[i][j] = alpha * sum over k of A[a_off + i*lda + k] B[k][j], as
@@ -122,6 +125,8 @@ def test_bad_shapes_are_refused(fp64_env):
         dmma.get_kernel(ctx, queue.device, {**HOPPER, "STAGES": 3}, emulate=True)
     with pytest.raises(ValueError, match="unknown FP64 mma shape"):
         dmma.get_kernel(ctx, queue.device, {**SMALL, "MMA": "m8n8k8"}, emulate=True)
+    with pytest.raises(ValueError, match="ACROSS"):
+        dmma.get_kernel(ctx, queue.device, {**HOPPER, "ACROSS": 16}, emulate=True)
     with pytest.raises(ValueError, match="PAIRS is 0 or 1, and 1 needs"):
         dmma.get_kernel(ctx, queue.device, {**SMALL, "PAIRS": 1}, emulate=True)
 

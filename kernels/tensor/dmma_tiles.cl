@@ -61,16 +61,20 @@
 #define LA ((KC * TM + NTH - 1) / NTH)
 #define LB ((KC * TN + NTH - 1) / NTH)
 
-// Element e of a chunk of A read the other way round: its term k and column i
-// (blocks of 4 terms x 8 columns, one block per 32 consecutive e).
+// Element e of a chunk of A read the other way round: its term k and column i,
+// in blocks of ACROSS terms x 32 / ACROSS columns (one block per 32 consecutive
+// e: a warp reads ACROSS terms next to each other from each of 32 / ACROSS rows).
+#ifndef ACROSS
+#define ACROSS 4
+#endif
 inline int across_k(const int e)
 {
-    return e % 4 + 4 * (e / 32 % (KC / 4));
+    return e % ACROSS + ACROSS * (e / 32 % (KC / ACROSS));
 }
 
 inline int across_i(const int e)
 {
-    return e % 32 / 4 + 8 * (e / 32 / (KC / 4));
+    return e % 32 / ACROSS + 32 / ACROSS * (e / 32 / (KC / ACROSS));
 }
 
 // One chunk of a panel (KC rows, `width` columns) from global memory into
@@ -88,11 +92,11 @@ static void fetch(double *next, const int per_item, const int width,
 }
 
 // The same chunk of A given the other way round (ATRANS): column i of the
-// panel is row i of the buffer. Four lanes read four terms k next to each other
-// (32 bytes) of each of 8 rows i; their stores to local memory then fall on
-// rows k 0-3 of 8 columns, which take the two passes 256 bytes need (one lane
-// a row i and the next lane the next k would put 16 rows of one column on two
-// banks: 8 passes).
+// panel is row i of the buffer. With ACROSS = 4 (the default), four lanes read
+// four terms k next to each other (32 bytes) of each of 8 rows i; their stores
+// to local memory then fall on rows k 0-3 of 8 columns, which take the two
+// passes 256 bytes need (16 lanes along a row would put 16 rows of one column
+// on two banks: 8 passes).
 static void fetch_across(double *next, __global const double *p, const int ld,
                          const int kk, const int k1, const int left)
 {
