@@ -215,3 +215,19 @@ def test_cholesky_qr2_computes_the_edges_apart_and_gets_the_same_r(fp64_env):
     assert names[0].count("tiles: Q1 = A R1^-1") == names[1].count("tiles: Q1 = A R1^-1") + 1
     assert np.max(np.abs(rs[0] - rs[1])) <= 1e-12 * np.max(np.abs(rs[1]))
     assert tsqr.gram_error(rs[0], a) < 1e-13
+
+
+def test_the_passes_over_the_matrix_are_counted_as_enqueue_makes_them(fp64_env):
+    """6 with the transposed copy and whole tiles; on the tensor cores at 129 columns in
+    tiles of 64, 7: each Gram product reads its matrix twice (the last row apart), Q1's
+    product reads A as stored and again for its last column, and writes Q1."""
+    _, ctx, queue = fp64_env
+    plain = cholqr.CholeskyQR2(ctx, queue, 129)
+    assert plain.passes() == (6, "the first Gram product reads A, the transpose reads A and writes it, "
+                                 "Q₁'s product reads that and writes Q₁ and the second Gram product reads Q₁")
+    tile = {**dmma.SHAPE, "MMA": "m8n8k4"}
+    cq = cholqr.CholeskyQR2(ctx, queue, 129, mma=True, emulate=True, gram_shape=tile, product_shape=tile,
+                            update_shape=tile, inverse_shape=tile)
+    count, words = cq.passes()
+    assert count == 7 and "twice (its last row apart)" in words and "as it is stored" in words
+    assert "$" not in words

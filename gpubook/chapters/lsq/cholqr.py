@@ -280,6 +280,29 @@ class CholeskyQR2(Factors):
         on = self.edges and self.products.on_tensor_cores(self.product_shape) and width > tn
         return extra if on and extra <= EDGE_COLS["TN"] else 0
 
+    def passes(self):
+        """(count, words): the passes that `enqueue` makes over the m x C matrix and
+        its Q1 (each one read or one write of all m rows), and the words that list
+        them (plain text, for a glue). The banded Q1 product reads the first j1 columns of A for its band
+        ending at j1: a fraction of a pass, and another where the band's last
+        columns run apart."""
+        bands = [(j0, min(self.C, j0 + self.band)) for j0 in range(0, self.C, self.band)]
+        q1_edge = any(self.col_edge(j1 - j0) for j0, j1 in bands)
+        q1_reads = sum(j1 / self.C * (2 if self.col_edge(j1 - j0) else 1) for j0, j1 in bands)
+        gram_reads, across = (2 if self.gram_edge else 1), self.reads_a_across
+        last = "row" if self.gram_edge == 1 else f"{self.gram_edge} rows"
+        twice = f" twice (its last {last} apart)" if self.gram_edge else ""
+        again = " (and again for its last columns)" if q1_edge else ""
+        words = [f"the first Gram product reads A{twice}"]
+        if across:
+            words.append(f"Q₁'s product reads A as it is stored{again} and writes Q₁")
+        else:
+            words += ["the transpose reads A and writes it",
+                      f"Q₁'s product reads that{again} and writes Q₁"]
+        words.append(f"the second Gram product reads Q₁{' twice' if self.gram_edge else ''}")
+        count = 2 * gram_reads + (0 if across else 2) + q1_reads + 1
+        return count, ", ".join(words[:-1]) + " and " + words[-1]
+
     @property
     def tsqr(self):
         if self._tsqr is None:

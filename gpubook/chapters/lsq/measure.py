@@ -111,6 +111,8 @@ def time_factor(cq, a, repeats=3, warmup=1):
             "enqueue_s": float(np.median(host)), "idle_s": float(np.median(idle)),
             "by_kernel": seconds_by_kernel(trace),
             "launches": len(trace), "stage_launches": {label: len(idx) for label, idx in stages},
+            "passes": cq.passes()[0] if cq.method == "CholeskyQR2" else None,
+            "passes_text": cq.passes()[1] if cq.method == "CholeskyQR2" else None,
             "stage_s": {label: sum(event_seconds(trace[i][1]) for i in idx) for label, idx in stages},
             "method": cq.method, "cond_estimate": cq.cond_estimate, "reason": cq.reason}, r
 
