@@ -84,3 +84,96 @@ def probe(ctx, device, options=()):
 
 def is_nvidia(device):
     return "NVIDIA" in device.vendor.upper()
+
+
+def run(ctx, device):
+    """{option set: probe rows} for every set of OPTIONS; {} where the device is not NVIDIA's."""
+    if not is_nvidia(device):
+        return {}
+    return {opt: probe(ctx, device, flags) for opt, flags in OPTIONS.items()}
+
+
+def _short(row):
+    """A probe's result in a few words: built and the PTX target, or refused."""
+    _, _, build, detail = row
+    return f"built ({detail.replace('.target', '').split(',')[0].strip()})" if build == "built" else "refused"
+
+
+def message(detail):
+    """The words of a ptxas error line, without its file and line prefix."""
+    return detail.split("error")[-1].strip(" :") if "error" in detail else detail
+
+
+def table(found):
+    """Rows for gpubook.markdown_table: each instruction, the PTX ISA's target for it,
+    and what each set of options gave."""
+    sets = list(found)
+    if not sets:
+        return []
+    head = ["instruction", "PTX ISA target"] + [f"build: {opt}" for opt in sets]
+    return [head] + [[row[0], row[1]] + [_short(found[opt][i]) for opt in sets]
+                     for i, row in enumerate(found[sets[0]])]
+
+
+def verdict(found, device_name):
+    """One sentence, from the builds, on what this compiler gives a kernel of Hopper's
+    instructions (plain text, for a glue)."""
+    if not found:
+        return f"{device_name} is not an NVIDIA device: inline PTX, and this question, do not apply"
+    where = f"NVIDIA's OpenCL compiler on {device_name}"
+    rows = [r for opt in found for r in found[opt]]
+    control = [r for r in rows if r[0].startswith("mma.sync")]
+    if not any(r[2] == "built" for r in control):
+        return f"{where} refuses even mma.sync: \"{message(control[0][3])}\""
+    built = [opt for opt in found for r in found[opt] if r[0].startswith("wgmma.mma_async") and r[2] == "built"]
+    if built:
+        return (f"{where} builds wgmma with {', '.join(built)}: Hopper's full tensor rate is within reach of "
+                "an OpenCL kernel here, though this step does not use it yet")
+    targets = " or ".join(sorted({r[3].replace(".target", "").split(",")[0].strip()
+                                  for r in control if r[2] == "built"}))
+    if "sm_90" not in targets:
+        return (f"{where} builds for {targets}: wgmma, an instruction of Hopper's sm_90a only, does not "
+                "apply to this device")
+    error = next(message(r[3]) for r in rows if r[0].startswith("wgmma.mma_async"))
+    tried = ", ".join(opt for opt in found if opt != "default")
+    return (f"{where} refuses wgmma with its default options and with {tried}: \"{error}\". mma.sync "
+            f"builds either way, for {targets}: the options are taken and the PTX stays on {targets}, where "
+            "wgmma does not exist (the PTX ISA has it for sm_90a only). Hopper's full tensor rate is out of "
+            "reach of an OpenCL kernel here, and this step stays on mma.sync")
+
+
+def _inline_asm(ptx, instruction):
+    """ptx with the body of its one inline-asm block replaced by `instruction`."""
+    lines, out, inside = ptx.splitlines(), [], False
+    for ln in lines:
+        if "begin inline asm" in ln:
+            inside = True
+            out += [ln, "\t" + instruction]
+        elif "end inline asm" in ln:
+            inside = False
+            out.append(ln)
+        elif not inside:
+            out.append(ln)
+    return "\n".join(out) + "\n"
+
+
+def from_binary(ctx, device):
+    """The other door: PTX handed to the driver as a program binary. The PTX that
+    the compiler wrote for the cp.async.bulk probe, with its target line set to
+    sm_90a, then also with its instruction replaced by wgmma.fence:
+    [(what, 'built' or 'refused', detail)]."""
+    name = "cp.async.bulk.prefetch.L2 (sm_90)"
+    program = cl.Program(ctx, source(PROBES[name][1])).build(devices=[device])
+    ptx = program.binaries[0].decode("utf-8", "replace").rstrip("\x00")
+    target = ptx_target(program.binaries[0])
+    retarget = ptx.replace(target, ".target sm_90a", 1) if target else ptx
+    rows = []
+    for what, text in (("its own PTX, .target sm_90a", retarget),
+                       ("with wgmma.fence, .target sm_90a", _inline_asm(retarget, "wgmma.fence.sync.aligned;"))):
+        binary = text.encode() + b"\x00"
+        try:
+            cl.Program(ctx, [device], [binary]).build(devices=[device])
+            rows.append((what, "built", ""))
+        except (cl.RuntimeError, cl.LogicError) as err:
+            rows.append((what, "refused", first_error(str(err))))
+    return rows

@@ -12,7 +12,7 @@ import sys
 
 sys.path.insert(0, __file__.rsplit("/", 2)[0])
 import gpubook as gb  # noqa: E402
-from gpubook.ptx_probe import OPTIONS, is_nvidia, probe  # noqa: E402
+from gpubook.ptx_probe import OPTIONS, from_binary, is_nvidia, probe  # noqa: E402
 
 
 def main():
@@ -28,6 +28,8 @@ def main():
     print(f"{device.name.strip()}, driver {driver}")
     for row in rows:
         print(" | ".join(row))
+    for row in from_binary(ctx, device):
+        print("as a program binary | " + " | ".join(row))
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             out = csv.writer(f, lineterminator="\n")
