@@ -157,23 +157,47 @@ def _inline_asm(ptx, instruction):
     return "\n".join(out) + "\n"
 
 
-def from_binary(ctx, device):
+# wgmma.mma_async in PTX of its own (the source probe cannot build, so it has no PTX to
+# start from): registers of its own scope, descriptors from the kernel's argument g.
+# Built only: its descriptors point nowhere.
+WGMMA_PTX = ("{\n\t.reg .f32 f<4>;\n\t.reg .pred p;\n\tsetp.ne.b32 p, %r1, 0;\n"
+             "\twgmma.fence.sync.aligned;\n"
+             "\twgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32 {f0, f1, f2, f3}, %rd1, %rd1, p, 1, 1;\n"
+             "\twgmma.commit_group.sync.aligned;\n\twgmma.wait_group.sync.aligned 0;\n\t}")
+
+
+def from_binary(ctx, device, queue=None):
     """The other door: PTX handed to the driver as a program binary. The PTX that
     the compiler wrote for the cp.async.bulk probe, with its target line set to
-    sm_90a, then also with its instruction replaced by wgmma.fence:
-    [(what, 'built' or 'refused', detail)]."""
+    sm_90a; then with its instruction replaced by wgmma.fence; then by a whole
+    wgmma.mma_async (WGMMA_PTX). With a queue, the first two are also launched on
+    64 work-items, and their output (0 where it was 1) checked:
+    [(what, 'built', 'ran' or '') or (what, 'refused', the first error)]."""
+    import numpy as np
     name = "cp.async.bulk.prefetch.L2 (sm_90)"
     program = cl.Program(ctx, source(PROBES[name][1])).build(devices=[device])
     ptx = program.binaries[0].decode("utf-8", "replace").rstrip("\x00")
     target = ptx_target(program.binaries[0])
     retarget = ptx.replace(target, ".target sm_90a", 1) if target else ptx
     rows = []
-    for what, text in (("its own PTX, .target sm_90a", retarget),
-                       ("with wgmma.fence, .target sm_90a", _inline_asm(retarget, "wgmma.fence.sync.aligned;"))):
-        binary = text.encode() + b"\x00"
+    for what, text, launch in (("its own PTX, .target sm_90a", retarget, True),
+                               ("with wgmma.fence, .target sm_90a",
+                                _inline_asm(retarget, "wgmma.fence.sync.aligned;"), True),
+                               ("with wgmma.mma_async m64n8k8 tf32, .target sm_90a",
+                                _inline_asm(retarget, WGMMA_PTX), False)):
         try:
-            cl.Program(ctx, [device], [binary]).build(devices=[device])
-            rows.append((what, "built", ""))
+            built = cl.Program(ctx, [device], [text.encode() + b"\x00"]).build(devices=[device])
         except (cl.RuntimeError, cl.LogicError) as err:
             rows.append((what, "refused", first_error(str(err))))
+            continue
+        ran = ""
+        if launch and queue is not None:
+            mf = cl.mem_flags
+            out = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.ones(64, np.float32))
+            g = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.zeros(64, np.uint64))
+            built.probe(queue, (64,), (64,), out, g, np.uint32(0))
+            host = np.empty(64, np.float32)
+            cl.enqueue_copy(queue, host, out)
+            ran = "ran" if np.all(host == 0) else "ran, wrong output"
+        rows.append((what, "built", ran))
     return rows

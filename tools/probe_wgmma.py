@@ -19,7 +19,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--csv", help="write the rows to this file too")
     args = parser.parse_args()
-    device, ctx, _, _, _ = gb.open_device()
+    device, ctx, queue, _, _ = gb.open_device()
     if not is_nvidia(device):
         print(f"{device.name.strip()} is not an NVIDIA device: inline PTX does not apply, nothing built")
         return 0
@@ -28,7 +28,7 @@ def main():
     print(f"{device.name.strip()}, driver {driver}")
     for row in rows:
         print(" | ".join(row))
-    for row in from_binary(ctx, device):
+    for row in from_binary(ctx, device, queue):
         print("as a program binary | " + " | ".join(row))
     if args.csv:
         with open(args.csv, "w", newline="") as f:
