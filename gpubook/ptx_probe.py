@@ -172,13 +172,14 @@ def from_binary(ctx, device, queue=None):
     sm_90a; then with its instruction replaced by wgmma.fence; then by a whole
     wgmma.mma_async (WGMMA_PTX). With a queue, the first two are also launched on
     64 work-items, and their output (0 where it was 1) checked:
-    [(what, 'built', 'ran' or '') or (what, 'refused', the first error)]."""
+    [(what, 'built', 'ran', '' or why not) or (what, 'refused', the first error)].
+    A failed launch can leave the context unusable: call it last."""
     import numpy as np
     name = "cp.async.bulk.prefetch.L2 (sm_90)"
     program = cl.Program(ctx, source(PROBES[name][1])).build(devices=[device])
     ptx = program.binaries[0].decode("utf-8", "replace").rstrip("\x00")
     target = ptx_target(program.binaries[0])
-    retarget = ptx.replace(target, ".target sm_90a", 1) if target else ptx
+    retarget = ptx.replace(target, target.replace("sm_90", "sm_90a", 1), 1) if target else ptx
     rows = []
     for what, text, launch in (("its own PTX, .target sm_90a", retarget, True),
                                ("with wgmma.fence, .target sm_90a",
@@ -195,9 +196,12 @@ def from_binary(ctx, device, queue=None):
             mf = cl.mem_flags
             out = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.ones(64, np.float32))
             g = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.zeros(64, np.uint64))
-            built.probe(queue, (64,), (64,), out, g, np.uint32(0))
             host = np.empty(64, np.float32)
-            cl.enqueue_copy(queue, host, out)
-            ran = "ran" if np.all(host == 0) else "ran, wrong output"
+            try:                              # n = 1: a prefetch of 16 bytes of g
+                built.probe(queue, (64,), (64,), out, g, np.uint32(1))
+                cl.enqueue_copy(queue, host, out)
+                ran = "ran" if np.all(host == 0) else "ran, wrong output"
+            except (cl.RuntimeError, cl.LogicError) as err:
+                ran = f"launch failed: {err}"
         rows.append((what, "built", ran))
     return rows
