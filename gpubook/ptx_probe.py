@@ -115,9 +115,9 @@ def table(found):
                      for i, row in enumerate(found[sets[0]])]
 
 
-def verdict(found, device_name):
-    """One sentence, from the builds, on what this compiler gives a kernel of Hopper's
-    instructions (plain text, for a glue)."""
+def verdict(found, device_name, binary=()):
+    """Sentences, from the builds (`found`, of run) and the program binaries (`binary`,
+    of from_binary), on what reaches Hopper's instructions here (plain text, for a glue)."""
     if not found:
         return f"{device_name} is not an NVIDIA device: inline PTX, and this question, do not apply"
     where = f"NVIDIA's OpenCL compiler on {device_name}"
@@ -127,8 +127,8 @@ def verdict(found, device_name):
         return f"{where} refuses even mma.sync: \"{message(control[0][3])}\""
     built = [opt for opt in found for r in found[opt] if r[0].startswith("wgmma.mma_async") and r[2] == "built"]
     if built:
-        return (f"{where} builds wgmma with {', '.join(built)}: Hopper's full tensor rate is within reach of "
-                "an OpenCL kernel here, though this step does not use it yet")
+        return (f"{where} builds wgmma in OpenCL C with {', '.join(built)}: Hopper's full tensor rate is "
+                "within reach of an OpenCL kernel here, though this step does not use it yet")
     targets = " or ".join(sorted({r[3].replace(".target", "").split(",")[0].strip()
                                   for r in control if r[2] == "built"}))
     if "sm_90" not in targets:
@@ -136,10 +136,24 @@ def verdict(found, device_name):
                 "apply to this device")
     error = next(message(r[3]) for r in rows if r[0].startswith("wgmma.mma_async"))
     tried = ", ".join(opt for opt in found if opt != "default")
-    return (f"{where} refuses wgmma with its default options and with {tried}: \"{error}\". mma.sync "
-            f"builds either way, for {targets}: the options are taken and the PTX stays on {targets}, where "
-            "wgmma does not exist (the PTX ISA has it for sm_90a only). Hopper's full tensor rate is out of "
-            "reach of an OpenCL kernel here, and this step stays on mma.sync")
+    text = (f"{where} refuses wgmma in OpenCL C, with its default options and with {tried}: \"{error}\". "
+            f"The options are taken, and the PTX stays on {targets}, where wgmma does not exist (the PTX ISA "
+            "has it for sm_90a only)")
+    state = {what: (build, ran) for what, build, ran in binary}
+    own = state.get("its own PTX, .target sm_90a", ("", ""))
+    fence = state.get("with wgmma.fence, .target sm_90a", ("", ""))
+    mma = state.get("with wgmma.mma_async m64n8k8 tf32, .target sm_90a", ("", ""))
+    if own == ("built", "ran") and fence == ("built", "ran") and mma[0] == "built":
+        return (text + ". The driver takes PTX for sm_90a as a program binary, though: the compiler's own "
+                "PTX with its target changed to sm_90a built and ran, with a wgmma.fence in it ran on a warp "
+                "group of 128 work-items, and with a whole wgmma.mma_async built. Hopper's full tensor rate "
+                "is within reach of an OpenCL program written in PTX; this step, written in OpenCL C, stays "
+                "on mma.sync")
+    if binary:
+        return (text + ". Handed to the driver as a program binary for sm_90a, the PTX gave: " +
+                "; ".join(f"{what}, {build}{', ' + ran if ran else ''}" for what, build, ran in binary) +
+                ". This step stays on mma.sync")
+    return text + ". This step stays on mma.sync"
 
 
 def _inline_asm(ptx, instruction):
@@ -171,7 +185,8 @@ def from_binary(ctx, device, queue=None):
     the compiler wrote for the cp.async.bulk probe, with its target line set to
     sm_90a; then with its instruction replaced by wgmma.fence; then by a whole
     wgmma.mma_async (WGMMA_PTX). With a queue, the first two are also launched on
-    64 work-items, and their output (0 where it was 1) checked:
+    one warp group (128 work-items), after every build, and their output (0 where
+    it was 1) checked:
     [(what, 'built', 'ran', '' or why not) or (what, 'refused', the first error)].
     A failed launch can leave the context unusable: call it last."""
     import numpy as np
@@ -179,29 +194,33 @@ def from_binary(ctx, device, queue=None):
     program = cl.Program(ctx, source(PROBES[name][1])).build(devices=[device])
     ptx = program.binaries[0].decode("utf-8", "replace").rstrip("\x00")
     target = ptx_target(program.binaries[0])
+    if "sm_90" not in target.split(",")[0].split():    # Hopper's PTX only: sm_90a is its target
+        return []
     retarget = ptx.replace(target, target.replace("sm_90", "sm_90a", 1), 1) if target else ptx
-    rows = []
+    rows, built = [], {}
     for what, text, launch in (("its own PTX, .target sm_90a", retarget, True),
                                ("with wgmma.fence, .target sm_90a",
                                 _inline_asm(retarget, "wgmma.fence.sync.aligned;"), True),
                                ("with wgmma.mma_async m64n8k8 tf32, .target sm_90a",
                                 _inline_asm(retarget, WGMMA_PTX), False)):
         try:
-            built = cl.Program(ctx, [device], [text.encode() + b"\x00"]).build(devices=[device])
+            prog = cl.Program(ctx, [device], [text.encode() + b"\x00"]).build(devices=[device])
+            rows.append([what, "built", ""])
+            built[what] = prog if launch else None
         except (cl.RuntimeError, cl.LogicError) as err:
-            rows.append((what, "refused", first_error(str(err))))
+            rows.append([what, "refused", first_error(str(err))])
+    for row in rows:                          # every build first: a failed launch can break the context
+        prog = built.get(row[0])
+        if prog is None or queue is None:
             continue
-        ran = ""
-        if launch and queue is not None:
-            mf = cl.mem_flags
-            out = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.ones(64, np.float32))
-            g = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.zeros(64, np.uint64))
-            host = np.empty(64, np.float32)
-            try:                              # n = 1: a prefetch of 16 bytes of g
-                built.probe(queue, (64,), (64,), out, g, np.uint32(1))
-                cl.enqueue_copy(queue, host, out)
-                ran = "ran" if np.all(host == 0) else "ran, wrong output"
-            except (cl.RuntimeError, cl.LogicError) as err:
-                ran = f"launch failed: {err}"
-        rows.append((what, "built", ran))
-    return rows
+        mf = cl.mem_flags
+        out = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.ones(128, np.float32))
+        g = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.zeros(64, np.uint64))
+        host = np.empty(128, np.float32)
+        try:                                  # a warp group of 128; n = 1: a prefetch of 16 bytes of g
+            prog.probe(queue, (128,), (128,), out, g, np.uint32(1))
+            cl.enqueue_copy(queue, host, out)
+            row[2] = "ran" if np.all(host == 0) else "ran, wrong output"
+        except (cl.RuntimeError, cl.LogicError) as err:
+            row[2] = f"launch failed: {err}"
+    return [tuple(r) for r in rows]

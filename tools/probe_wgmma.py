@@ -28,8 +28,10 @@ def main():
     print(f"{device.name.strip()}, driver {driver}")
     for row in rows:
         print(" | ".join(row))
-    for row in from_binary(ctx, device, queue):
+    binary = from_binary(ctx, device, queue)
+    for row in binary:
         print("as a program binary | " + " | ".join(row))
+    rows += [("as a program binary", what, "sm_90a", build, ran) for what, build, ran in binary]
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             out = csv.writer(f, lineterminator="\n")
