@@ -87,6 +87,10 @@ CASES = {
     "trace": ["tests/test_trace.py::test_records_ids_of_every_work_item"],
     "multi": ["tests/test_multi.py::test_covariance_split_over_devices[1]"],
     "multi-partials": ["tests/test_multi_sums.py::test_partials_kernel_at_tiny_sizes[5]"],
+    # the FP64 tensor-core tiles through their emulated product (the warps' mma in local
+    # memory): offsets, edges, chunks and A read the other way round
+    "dmma-emulated": ["tests/test_dmma.py::test_product_matches_numpy[5-40-53-12-m16n8k4]",
+                      "tests/test_dmma.py::test_a_given_the_other_way_round[5-40-53-12-one stage, 4 across]"],
 }
 
 # name -> the kernel files (under kernels/) each case builds, as GPUBOOK_KERNEL_LOG
@@ -133,6 +137,7 @@ BUILDS = {
     "trace": ["reduction/2_sequential.cl"],
     "multi": COVARIANCE,
     "multi-partials": ["multi/partials.cl"],
+    "dmma-emulated": ["tensor/mma.cl", "tensor/dmma_tiles.cl"],
 }
 
 # The subset CI may run: cases that were clean here, about 3-12 s each.
@@ -142,8 +147,6 @@ QUICK = ["scan-1", "scan-5", "logreg-naive-1-defines0", "logreg-merged-1-defines
 # Kernel files no case runs, and why.
 NOT_RUN = {
     "tensor/check.cl": "NVIDIA only: mma.sync through inline PTX (its EMULATE=1 path is a test double)",
-    "tensor/dmma_tiles.cl": "NVIDIA only: FP64 mma.sync through inline PTX",
-    "tensor/mma.cl": "NVIDIA only: inline PTX (mma.sync)",
     "tensor/peak.cl": "NVIDIA only: mma.sync peak loop through inline PTX",
     "tensor/xtx_tf32.cl": "NVIDIA only: mma.sync, cp.async and red.global through inline PTX",
 }
