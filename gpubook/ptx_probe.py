@@ -8,6 +8,10 @@ setmaxnreg for sm_90a only, cp.async.bulk for sm_90 and later, mma.sync for sm_8
 tools/probe_wgmma.py runs it from the shell."""
 import pyopencl as cl
 
+from . import launch
+
+WARP_GROUP = 128   # the work-items that issue one wgmma together (four warps)
+
 # name -> (the PTX ISA's target for it, kernel body); each body is one asm statement
 # on the kernel's arguments (o: __global float *, g: __global ulong *, n: uint)
 PROBES = {
@@ -214,13 +218,14 @@ def from_binary(ctx, device, queue=None):
         if prog is None or queue is None:
             continue
         mf = cl.mem_flags
-        out = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.ones(128, np.float32))
+        out = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.ones(WARP_GROUP, np.float32))
         g = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.zeros(64, np.uint64))
-        host = np.empty(128, np.float32)
-        try:                                  # a warp group of 128; n = 1: a prefetch of 16 bytes of g
-            prog.probe(queue, (128,), (128,), out, g, np.uint32(1))
+        host = np.empty(WARP_GROUP, np.float32)
+        try:                                  # one warp group; n = 1: a prefetch of 16 bytes of g
+            launch.check(device, WARP_GROUP)
+            prog.probe(queue, (WARP_GROUP,), (WARP_GROUP,), out, g, np.uint32(1))
             cl.enqueue_copy(queue, host, out)
             row[2] = "ran" if np.all(host == 0) else "ran, wrong output"
-        except (cl.RuntimeError, cl.LogicError) as err:
+        except (cl.RuntimeError, cl.LogicError, launch.LaunchError) as err:
             row[2] = f"launch failed: {err}"
     return [tuple(r) for r in rows]

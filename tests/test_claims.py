@@ -63,11 +63,9 @@ REFERENCE = sorted(p for d in ("nvidia-h200", "nvidia-h100-80gb-hbm3") for p in 
 # Claims known not to hold in a stored record, by (device folder, chapter): a claim
 # rewritten after a reference pass waits here until the next pass records it, and a
 # claim that failed in the pass, whose page printed its other sentence, stays here with
-# why. lsq_host_idle (part 8.3's host share, page 08_going_further): in the H200 pass of
-# 2026-11-28 the host set each launch's arguments in 100 µs (146 µs in the H200's run
-# earlier that day), so the device idled 4.7 ms against 2.2 ms with them set once, under
-# the relation's 2 × 2.2 + 1 ms; the stored page says the host kept ahead either way.
-REWRITTEN = {("nvidia-h200", "08_lsq"): {"lsq_host_idle"}}
+# why. None today: lsq_host_idle (8's Going further), which failed in the H200 pass of
+# 2026-11-28, held when that page ran again on an H200 later the same day.
+REWRITTEN = {}
 
 
 @pytest.mark.parametrize("path", REFERENCE, ids=lambda p: f"{p.parent.name}/{p.stem}")

@@ -21,7 +21,7 @@ import pyopencl as cl
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import gpubook as gb  # noqa: E402
 from gpubook import dmma, tensor  # noqa: E402
-from gpubook.chapters.lsq import cholqr  # noqa: E402
+from gpubook.chapters.lsq import cholesky, cholqr  # noqa: E402
 
 
 def gram(k, seed=1):
@@ -31,7 +31,7 @@ def gram(k, seed=1):
 
 
 def time_one(ctx, queue, g, path, repeats):
-    cholqr.PATH = path
+    cholesky.PATH = path
     k = len(g)
     mma, _ = tensor.available(queue.device)
     shape = dmma.SHAPE if mma else None

@@ -1,0 +1,137 @@
+"""Chapter 8's blocked Cholesky factorisation on the device (kernels/lsq/7_cholesky.cl),
+float64, as CholeskyQR2 (gpubook.chapters.lsq.cholqr) runs it twice: the diagonal
+blocks in one work-group each, the rows below them one work-item each, and the
+trailing updates as register-tiled (or FP64 tensor-core) products, with L^-1
+alongside when asked."""
+import numpy as np
+import pyopencl as cl
+
+from ... import launch
+from ...device import require_fp64
+from ...kernels import kernel
+from .products import Products
+from . import inputs
+
+PATH = "lsq/7_cholesky.cl"
+UPDATE_SHAPE = {"TM": 64, "TN": 64, "WM": 4, "WN": 4, "K": 8, "STAGES": 2}
+PRODUCT_SHAPE = {"TM": 128, "TN": 64, "WM": 8, "WN": 4, "K": 8, "STAGES": 2}
+# Blocks of a panel: the blocks of one panel update only the panel's own
+# columns, and the rest of the matrix takes the whole panel in one product
+# (PANEL blocks deep instead of one). On an H100 (2026-11-26, 25,000 x 5,001,
+# tools/check_qr.py with CHOLQR_SET=cholesky) the updates took 12.7 + 7.0 ms of
+# device time with one block, 8.8 + 5.0 ms with 8 on the register tiles, and
+# 6.5 + 3.7 ms with 8 on the FP64 tensor cores.
+PANEL = 8
+
+
+class DeviceCholesky:
+    """G = L L' in place for a k x k float64 matrix on the device (its lower
+    triangle is read): L in the lower triangle, R = L' in the upper, by
+    blocks of `block` columns; with a buffer `inverse`, L^-1 into it too.
+    update_shape: the tiles of the trailing lower triangle (square);
+    product_shape: those of the inverse's update (either kind: Products)."""
+
+    def __init__(self, ctx, queue, k, block=64, update_shape=None, product_shape=None, products=None,
+                 panel=PANEL):
+        device = queue.device
+        if int(panel) < 1:
+            raise ValueError("a panel holds at least one block")
+        self.panel = int(panel)
+        require_fp64(device)
+        self.ctx, self.queue, self.k = ctx, queue, inputs.count("k", k, 1)
+        inputs.count("block", block, 1)
+        self.products = products or Products()
+        self.update_shape = dict(update_shape or UPDATE_SHAPE)
+        self.product_shape = dict(product_shape or PRODUCT_SHAPE)
+        if self.update_shape["TM"] != self.update_shape["TN"]:
+            raise ValueError("the trailing update needs square tiles (TM = TN)")
+        self.products.check(ctx, device, self.update_shape, triangle=True)
+        self.products.check(ctx, device, self.product_shape)
+        # the block's columns: the largest power of two up to `block` whose L11 fits local memory
+        self.CB = 1 << (min(int(block), self.k).bit_length() - 1)
+        while self.CB > 1 and launch.why_not(device, 1, 8 * self.CB * (self.CB + 1)):
+            self.CB //= 2
+        wg = launch.largest(device, 256, lambda s: 8 * self.CB * (self.CB + 1))
+        while True:
+            self.kern = {name: kernel(ctx, PATH, name, {"CB": self.CB, "WG": wg})
+                         for name in ("chol_diag", "chol_rows", "chol_cols", "take_triangle", "unit_diagonal")}
+            if launch.why_not(device, wg, kern=self.kern["chol_diag"]) is None or wg == 1:
+                break
+            wg //= 2
+        launch.check(device, wg, kern=self.kern["chol_diag"])
+        self.wg = wg
+        mf = cl.mem_flags
+        # the pivots and the failure flag of two factorisations (slots 0 and 1)
+        self.diag = [cl.Buffer(ctx, mf.READ_WRITE, 8 * self.k) for _ in range(2)]
+        self.flag = [cl.Buffer(ctx, mf.READ_WRITE, 4) for _ in range(2)]
+        self.linv = cl.Buffer(ctx, mf.READ_WRITE, 8 * self.CB * self.CB)
+
+    def enqueue(self, g, slot=0, inverse=None, trace=None):
+        """Factor g (k x k, stride k) in place; L^-1 into `inverse` when given.
+        `status(slot)` reads the pivots afterwards."""
+        q, i32, k, cb = self.queue, np.int32, self.k, self.CB
+        if slot not in (0, 1):
+            raise ValueError(f"slot must be 0 or 1, got {slot!r}")
+        for name, buf in (("g", g), ("inverse", inverse)):
+            if buf is not None:
+                inputs.buffer(name, buf, 8 * k * k)
+        trace = [] if trace is None else trace
+        diag, flag = self.diag[slot], self.flag[slot]
+        cl.enqueue_fill_buffer(q, flag, np.int32(0), 0, 4)
+        if inverse is not None:
+            cl.enqueue_fill_buffer(q, inverse, np.float64(0), 0, 8 * k * k)
+            launch.enqueue(q, self.kern["unit_diagonal"], (k,), (256,), inverse, i32(k), i32(k))
+        pb = cb * self.panel
+        for p0 in range(0, k, pb):
+            pend = min(k, p0 + pb)
+            for j0 in range(p0, pend, cb):
+                self._block(j0, min(cb, k - j0), pend, g, diag, flag, inverse, trace)
+            if pend < k:                         # the panel's columns, all at once, on the rest
+                rest, r12 = k - pend, p0 * k + pend
+                trace.append(("tiles: trailing -= L21 L21'", self.products(
+                    q, self.update_shape, g, r12, k, g, r12, k, g, pend * k + pend, k,
+                    rest, rest, 0, pend - p0, alpha=-1.0, accumulate=True, triangle=True)))
+                if inverse is not None:
+                    trace.append(("tiles: inverse -= L21 X", self.products(
+                        q, self.product_shape, g, r12, k, inverse, p0 * k, k, inverse, pend * k,
+                        k, rest, pend, 0, pend - p0, alpha=-1.0, accumulate=True)))
+
+    def _block(self, j0, w, pend, g, diag, flag, inverse, trace):
+        """Factor the block of columns [j0, j0 + w) of a panel that ends at pend:
+        its diagonal block, the rows below it, and the update of the panel's
+        columns after it (the rest of the matrix waits for the panel's end)."""
+        q, i32, k, bound = self.queue, np.int32, self.k, self.products.bound
+        rest = k - j0 - w
+        trace.append(("chol_diag", self.products.launch(q, self.kern["chol_diag"], (self.wg,), (self.wg,), g,
+                                                        i32(k), i32(j0), i32(w), diag, flag, self.linv)))
+        if rest:
+            trace.append(("chol_rows", launch.enqueue(q, self.kern["chol_rows"], (rest,), (64,), g, i32(k),
+                                                      i32(j0), i32(k), self.linv, bound=bound)))
+        if inverse is not None:
+            trace.append(("chol_cols", launch.enqueue(q, self.kern["chol_cols"], (j0 + w,), (64,), inverse,
+                                                      i32(k), i32(j0), i32(w), self.linv, bound=bound)))
+        inside = pend - j0 - w                   # the panel's columns after this block
+        if rest and inside:
+            r12 = j0 * k + j0 + w                # R12: the block's rows, the columns after it
+            trace.append(("tiles: trailing -= L21 L21'", self.products(
+                q, self.update_shape, g, r12, k, g, r12, k, g, (j0 + w) * k + j0 + w, k,
+                rest, inside, 0, w, alpha=-1.0, accumulate=True)))
+            if inverse is not None:
+                trace.append(("tiles: inverse -= L21 X", self.products(
+                    q, self.product_shape, g, r12, k, inverse, j0 * k, k, inverse, (j0 + w) * k,
+                    k, inside, j0 + w, 0, w, alpha=-1.0, accumulate=True)))
+
+    def status(self, slot=0):
+        """(True when every pivot was positive and finite, R's diagonal)."""
+        flag, diag = np.zeros(1, np.int32), np.empty(self.k)
+        cl.enqueue_copy(self.queue, flag, self.flag[slot])
+        cl.enqueue_copy(self.queue, diag, self.diag[slot])
+        return not flag[0] and bool(np.all(np.isfinite(diag))), diag
+
+    def triangle(self, src, dst, upper, trace=None):
+        """dst = the upper (or lower) triangle of src, zeros elsewhere."""
+        ev = launch.enqueue(self.queue, self.kern["take_triangle"], (self.k, self.k), (16, 16), src, dst,
+                            np.int32(self.k), np.int32(self.k), np.int32(int(upper)))
+        if trace is not None:
+            trace.append(("take_triangle", ev))
+        return ev
