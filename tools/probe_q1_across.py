@@ -10,20 +10,16 @@ import numpy as np
 import pyopencl as cl
 
 sys.path.insert(0, __file__.rsplit("/", 2)[0])
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import gpubook as gb  # noqa: E402
+from sweep_dmma import product_inputs  # noqa: E402
 from gpubook import dmma  # noqa: E402
 from gpubook.timing import time_events  # noqa: E402
 
 M, C = 1_000_000, 129
 device, ctx, queue, _, _ = gb.open_device()
-rng = np.random.default_rng(1)
-a = rng.standard_normal((M, C))
-r = np.triu(rng.standard_normal((C, C))) + 10 * np.eye(C)
-mf = cl.mem_flags
-abuf = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
-atbuf = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(a.T))
-rbuf = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=r)
-out = cl.Buffer(ctx, mf.READ_WRITE, a.nbytes)
+a, r, abuf, atbuf, rbuf = product_inputs(ctx, M, C, seed=1, diagonal=10.0)
+out = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, a.nbytes)
 expect = a[:2000] @ r
 
 

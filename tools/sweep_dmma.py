@@ -53,16 +53,22 @@ if os.environ.get("SWEEP_SHAPES"):  # a JSON list of shapes instead
     SHAPES = json.loads(os.environ["SWEEP_SHAPES"])
 
 
+def product_inputs(ctx, m, c, seed=0, diagonal=8.0):
+    """A random m x c matrix A and an upper-triangular c x c R (diagonal added, so
+    well conditioned), with device copies of A, of A transposed and of R:
+    (a, r, a_buf, at_buf, r_buf)."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, c))
+    r = np.triu(rng.standard_normal((c, c))) + diagonal * np.eye(c)
+    mf = cl.mem_flags
+    bufs = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=h) for h in (a, np.ascontiguousarray(a.T), r)]
+    return (a, r, *bufs)
+
+
 def main():
     m, c = (int(a) for a in (sys.argv[1:3] if len(sys.argv) > 2 else (25_000, 5_001)))
     device, ctx, queue, _, _ = gb.open_device()
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((m, c))
-    r = np.triu(rng.standard_normal((c, c))) + 8 * np.eye(c)
-    mf = cl.mem_flags
-    a_buf = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
-    at_buf = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(a.T))
-    r_buf = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=r)
+    a, r, a_buf, at_buf, r_buf = product_inputs(ctx, m, c)
     g_ref = None
     cp = cupy_module()
     if cp is not None:
