@@ -6,6 +6,7 @@ passed, with the `.target` line of the PTX the compiler wrote where it did and t
 build log's first error line where it did not. The PTX ISA documents wgmma and
 setmaxnreg for sm_90a only, cp.async.bulk for sm_90 and later, mma.sync for sm_80.
 tools/probe_wgmma.py runs it from the shell."""
+import numpy as np
 import pyopencl as cl
 
 from . import launch
@@ -193,7 +194,6 @@ def from_binary(ctx, device, queue=None):
     it was 1) checked:
     [(what, 'built', 'ran', '' or why not) or (what, 'refused', the first error)].
     A failed launch can leave the context unusable: call it last."""
-    import numpy as np
     name = "cp.async.bulk.prefetch.L2 (sm_90)"
     program = cl.Program(ctx, source(PROBES[name][1])).build(devices=[device])
     ptx = program.binaries[0].decode("utf-8", "replace").rstrip("\x00")
