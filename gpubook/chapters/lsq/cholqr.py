@@ -161,9 +161,9 @@ class CholeskyQR2(Factors):
     def passes(self):
         """(count, words): the passes that `enqueue` makes over the m x C matrix and
         its Q1 (each one read or one write of all m rows), and the words that list
-        them (plain text, for a glue). The banded Q1 product reads the first j1 columns of A for its band
-        ending at j1: a fraction of a pass, and another where the band's last
-        columns run apart."""
+        them (plain text, for a glue). The banded Q1 product reads the first j1
+        columns of A for its band ending at j1: a fraction of a pass, and another
+        where the band's last columns run apart."""
         bands = [(j0, min(self.C, j0 + self.band)) for j0 in range(0, self.C, self.band)]
         q1_edge = any(self.col_edge(j1 - j0) for j0, j1 in bands)
         q1_reads = sum(j1 / self.C * (2 if self.col_edge(j1 - j0) else 1) for j0, j1 in bands)
