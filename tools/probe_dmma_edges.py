@@ -13,7 +13,10 @@ each timed by the device's clock (gpubook.chapters.lsq.measure.time_factor, as
 part 8.3 times it), with ||Q'Q - I|| and the Gram check, against cuSOLVER's QR
 in the same process (CUDA events).
 
-    PYOPENCL_CTX=0 python3 tools/probe_dmma_edges.py [--json FILE]"""
+    PYOPENCL_CTX=0 python3 tools/probe_dmma_edges.py [--json FILE] [--launches]
+
+--launches: only the tall case as CholeskyQR2 runs it by default, each launch of its
+Gram and Q1 products timed on its own (the median of 5 runs), edges included."""
 import json
 import sys
 
@@ -34,9 +37,32 @@ WAYS = {"before": {"edges": False, "across": False}, "edges": {"across": False},
 SQUARE_WAYS = ("before", "edges", "default", "Q1 128x64", "Q1 128x128")
 
 
+def launches(ctx, queue):
+    """Each product launch of the default tall factorisation, its median time."""
+    import pyopencl as cl
+    x, y = lsq.make_problem(1_000_000, 128)
+    a = np.column_stack([x, y])
+    cq = cholqr.CholeskyQR2(ctx, queue, 129, mma=True)
+    buf = cq.upload(a)
+    times = {}
+    for _ in range(6):
+        trace = []
+        cq.enqueue(buf, len(a), trace)
+        cq.settle(buf, len(a), trace)
+        queue.finish()
+        for i, (name, ev) in enumerate(trace):
+            if name.startswith("tiles: Gram") or name.startswith("tiles: Q1"):
+                times.setdefault((i, name), []).append((ev.profile.end - ev.profile.start) * 1e-6)
+    cl.enqueue_barrier(queue)
+    for (i, name), ms in times.items():
+        print(f"  launch {i:3d} {name:22s} {np.median(ms[1:]):7.3f} ms", flush=True)
+
+
 def main():
     out = sys.argv[sys.argv.index("--json") + 1] if "--json" in sys.argv else None
     device, ctx, queue, _, _ = gb.open_device()
+    if "--launches" in sys.argv:
+        return launches(ctx, queue)
     rows = []
     for m, k in ((1_000_000, 128), (25_000, 5_000)):
         x, y = lsq.make_problem(m, k)
