@@ -16,7 +16,9 @@ in the same process (CUDA events).
     PYOPENCL_CTX=0 python3 tools/probe_dmma_edges.py [--json FILE] [--launches]
 
 --launches: only the tall case as CholeskyQR2 runs it by default, each launch of its
-Gram and Q1 products timed on its own (the median of 5 runs), edges included."""
+Gram and Q1 products timed on its own (the median of 5 runs), edges included; with
+--edge-shapes, once for each pair of EDGE_SHAPES (the Gram's edge rows, Q1's edge
+columns) in place of cholqr.EDGE_ROWS and EDGE_COLS, with the factorisation's time."""
 import json
 import sys
 
@@ -25,6 +27,7 @@ import numpy as np
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import gpubook as gb  # noqa: E402
 from check_qr import cusolver_seconds, gram_check  # noqa: E402
+from gpubook import dmma  # noqa: E402
 from gpubook.chapters import lsq  # noqa: E402
 from gpubook.chapters.lsq import cholqr, measure as lm  # noqa: E402
 
@@ -37,11 +40,19 @@ WAYS = {"before": {"edges": False, "across": False}, "edges": {"across": False},
 SQUARE_WAYS = ("before", "edges", "default", "Q1 128x64", "Q1 128x128")
 
 
-def launches(ctx, queue):
+def _edge(tm, tn, wm, wn, **more):
+    return {"TM": tm, "TN": tn, "WARPS_M": wm, "WARPS_N": wn, "KC": 16, **more}
+
+
+EDGE_SHAPES = [(_edge(16, 64, 1, 2), _edge(64, 8, 4, 1)),          # cholqr's own
+               (_edge(16, 64, 1, 4), _edge(128, 8, 8, 1)),
+               (_edge(16, 32, 1, 2), _edge(32, 8, 2, 1)),
+               (_edge(16, 32, 1, 4), _edge(64, 8, 4, 1, KC=32, STAGES=1)),
+               (_edge(16, 64, 1, 8), _edge(64, 8, 4, 1, ACROSS=8))]
+
+
+def launches(ctx, queue, a):
     """Each product launch of the default tall factorisation, its median time."""
-    import pyopencl as cl
-    x, y = lsq.make_problem(1_000_000, 128)
-    a = np.column_stack([x, y])
     cq = cholqr.CholeskyQR2(ctx, queue, 129, mma=True)
     buf = cq.upload(a)
     times = {}
@@ -53,7 +64,7 @@ def launches(ctx, queue):
         for i, (name, ev) in enumerate(trace):
             if name.startswith("tiles: Gram") or name.startswith("tiles: Q1"):
                 times.setdefault((i, name), []).append((ev.profile.end - ev.profile.start) * 1e-6)
-    cl.enqueue_barrier(queue)
+    buf.release()
     for (i, name), ms in times.items():
         print(f"  launch {i:3d} {name:22s} {np.median(ms[1:]):7.3f} ms", flush=True)
 
@@ -62,7 +73,19 @@ def main():
     out = sys.argv[sys.argv.index("--json") + 1] if "--json" in sys.argv else None
     device, ctx, queue, _, _ = gb.open_device()
     if "--launches" in sys.argv:
-        return launches(ctx, queue)
+        x, y = lsq.make_problem(1_000_000, 128)
+        a = np.column_stack([x, y])
+        for rows, cols in EDGE_SHAPES if "--edge-shapes" in sys.argv else EDGE_SHAPES[:1]:
+            cholqr.EDGE_ROWS, cholqr.EDGE_COLS = rows, cols
+            print(f"edge rows {dmma.label(rows)}; edge columns {dmma.label(cols)}", flush=True)
+            try:
+                launches(ctx, queue, a)
+                res, r = lm.time_factor(cholqr.CholeskyQR2(ctx, queue, 129, mma=True), a, repeats=5)
+                print(f"  CholeskyQR2 {res['median_s'] * 1e3:.2f} ms, Gram check {gram_check(r, a):.1e}",
+                      flush=True)
+            except Exception as err:  # a shape the device cannot hold: say so and go on
+                print(f"  {err}", flush=True)
+        return None
     rows = []
     for m, k in ((1_000_000, 128), (25_000, 5_000)):
         x, y = lsq.make_problem(m, k)
