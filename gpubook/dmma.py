@@ -36,8 +36,7 @@ def work_items(shape):
 def label(shape):
     mma, stages = shape.get("MMA"), shape.get("STAGES", 2)
     return (f"{shape['TM']}x{shape['TN']} tile, {shape['WARPS_M']}x{shape['WARPS_N']} warps, "
-            f"K={shape['KC']}" + (", one local stage" if stages == 1 else "") +
-            ", FP64 mma" +
+            f"K={shape['KC']}" + (", one local stage" if stages == 1 else "") + ", FP64 mma" +
             (f" {mma}" if mma else ""))
 
 
