@@ -58,12 +58,13 @@ def pairs(shape):
 
 def local_bytes(shape, emulate=False, device=None):
     """Local memory of one work-group: STAGES copies of both panels (KC rows of
-    TM + pad and TN + pad doubles: pad 4 with PAIRS, 8 without), and each
-    emulated warp's scratch."""
+    TM + pad and TN + pad doubles: pad 4 with PAIRS, else 8, or 0 for a width
+    that is an odd multiple of 8), and each emulated warp's scratch."""
     m, k = tensor.F64_SHAPES[mma_shape(shape, device, emulate)]
     scratch = 8 * (m * k + 8 * k) * shape["WARPS_M"] * shape["WARPS_N"] if emulate else 8
-    pad = 4 if pairs(shape) else 8
-    return shape.get("STAGES", 2) * 8 * shape["KC"] * (shape["TM"] + shape["TN"] + 2 * pad) + scratch
+    def row(w):
+        return w + (4 if pairs(shape) else 0 if w % 16 == 8 else 8)
+    return shape.get("STAGES", 2) * 8 * shape["KC"] * (row(shape["TM"]) + row(shape["TN"])) + scratch
 
 
 def get_kernel(ctx, device, shape, triangle=False, emulate=False, a_trans=False):

@@ -18,8 +18,22 @@
 //               the host then subtracts L21 x from the rows below (another
 //               register-tiled product).
 // No work-group waits for another: each launch finishes before the next.
-// Build options: CB, the block's columns; WG, chol_diag's work-items.
+// Build options: CB, the block's columns; WG, chol_diag's work-items;
+// STAMPS=1 (NVIDIA, joined after device/nv_clock.cl): chol_diag takes one more
+// argument and writes work-item 0's %clock64 there at each phase (start, block
+// loaded, after each column c at 2 + c, L11 read back, end at CB + 3), so that
+// a probe sees where its time goes (tools/probe_chol_diag.py).
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#ifndef STAMPS
+#define STAMPS 0
+#endif
+#if STAMPS
+#define STAMP_ARG , __global ulong *restrict stamps
+#define STAMP(s) if (get_local_id(0) == 0) stamps[s] = cycles()
+#else
+#define STAMP_ARG
+#define STAMP(s)
+#endif
 #define LDL (CB + 1)  // local rows padded by one: column walks change bank
 #define SB (CB < 16 ? CB : 16)       // the solves' sub-blocks
 
@@ -33,16 +47,18 @@
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void chol_diag(
         __global double *restrict g, const int ld, const int j0, const int w,
         __global double *restrict diag, __global int *restrict flag,
-        __global double *restrict linv)
+        __global double *restrict linv STAMP_ARG)
 {
     __local double a[CB * LDL];
     const int lid = get_local_id(0);
+    STAMP(0);
     for (int e = lid; e < CB * CB; e += WG) {
         const int i = e / CB, j = e % CB;
         a[i * LDL + j] = (i < w && j <= i) ? g[(size_t)(j0 + i) * ld + j0 + j] : 0.0;
     }
     // a global fence too: the loop below overwrites in g what other work-items read
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    STAMP(1);
     for (int c = 0; c < w; ++c) {
         // one reciprocal square root on the chain, not a square root and a division
         const double d = a[c * LDL + c], rl = rsqrt(d), l = d * rl;
@@ -63,6 +79,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void chol_diag(
                                      a[i * LDL + j]);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
+        STAMP(2 + c);
     }
     // L11 itself into local memory (the loop above left column c unscaled),
     // read back from what the work-group wrote to global memory
@@ -73,6 +90,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void chol_diag(
             a[i * LDL + j] = g[(size_t)(j0 + i) * ld + j0 + j];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+    STAMP(CB + 2);
     // M: L11 with its SB x SB diagonal sub-blocks replaced by their inverses
     // (zeros above): work-item (b, j) inverts column j of sub-block b
     for (int e = lid; e < CB * CB; e += WG) {
@@ -97,6 +115,10 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void chol_diag(
                 linv[(b0 + c) * CB + b0 + j] = y[c];
         }
     }
+#if STAMPS
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    STAMP(CB + 3);
+#endif
 }
 
 // M (CB x CB, from chol_diag) into local memory.

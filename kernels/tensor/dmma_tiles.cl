@@ -16,7 +16,8 @@
 // lane (g, t) reads A[k0 + t + 4 (i / R)][i0 + g + 8 (i % R)] (R = F64_M / 8)
 // and B[k0 + t + 4 i][j0 + g] (g = lane / 4, t = lane % 4), as mma.cl lays out
 // A' (the columns of A are the rows of the product).
-// Local rows are TM + 8 doubles long: the 4 rows t of a fragment load then
+// Local rows are 8 doubles past a multiple of 16 long (TM + 8, or TM where TM
+// is itself an odd multiple of 8): the 4 rows t of a fragment load then
 // fall 16 banks apart, so a warp's 64-bit loads take the two passes that
 // 256 bytes need and no more.
 // PAIRS=1 (each warp's block a multiple of 16 wide both ways): within every 16
@@ -55,9 +56,9 @@
 #ifndef ATRANS
 #define ATRANS 0
 #endif
-#define PAD (PAIRS ? 4 : 8)
-#define LDA (TM + PAD)
-#define LDB (TN + PAD)
+#define PAD(w) (PAIRS ? 4 : (w) % 16 == 8 ? 0 : 8)
+#define LDA (TM + PAD(TM))
+#define LDB (TN + PAD(TN))
 #define LA ((KC * TM + NTH - 1) / NTH)
 #define LB ((KC * TN + NTH - 1) / NTH)
 
