@@ -195,32 +195,38 @@ def test_the_gram_tile_is_chosen_by_width_and_by_what_the_device_holds(fp64_env,
     assert cq._mma_gram(ctx, queue.device) == dmma.SHAPE and "does not fit" in cq.gram_note
 
 
-def test_cholesky_qr2_computes_the_edges_apart_and_gets_the_same_r(fp64_env):
-    """65 columns in tiles of 32: the Gram matrix's last row and Q1's last column
-    run in cholqr.EDGE_ROWS and EDGE_COLS; R and Q1 match the run without."""
+@pytest.mark.parametrize("whole", [True, False])
+def test_cholesky_qr2_computes_the_edges_apart_and_gets_the_same_r(fp64_env, monkeypatch, whole):
+    """65 columns in tiles of 32: the Gram matrix's last row runs in cholqr.EDGE_ROWS,
+    and Q1 in one tile as wide as the matrix (cholqr.Q1_WHOLE, 80 columns), or, where
+    that is off, its last column in EDGE_COLS; R matches the run without edges."""
     _, ctx, queue = fp64_env
+    if not whole:
+        monkeypatch.setattr(cholqr, "Q1_WHOLE_MAX", 0)
     tile = {**HOPPER, "TN": 32, "WARPS_N": 2}
     a = np.random.default_rng(9).standard_normal((301, 65))
     rs, names = [], []
     for edges in (True, False):
         cq = cholqr.CholeskyQR2(ctx, queue, 65, block=16, mma=True, emulate=EMULATE, gram_shape=tile,
                                 product_shape=tile, update_shape=tile, edges=edges)
-        assert (cq.gram_edge, cq.col_edge(65)) == ((1, 1) if edges else (0, 0))
+        assert (cq.gram_edge, cq.col_edge(65)) == ((1, 0 if whole else 1) if edges else (0, 0))
+        assert cq.q1_shape["TN"] == (80 if whole and edges else 32)
         trace = []
         cq.enqueue(cq.upload(a), len(a), trace)
         cq.settle(None, len(a))
         rs.append(cq.r())
         names.append([n for n, _ in trace])
     assert names[0].count("tiles: Gram") == names[1].count("tiles: Gram") + 2
-    assert names[0].count("tiles: Q1 = A R1^-1") == names[1].count("tiles: Q1 = A R1^-1") + 1
+    assert names[0].count("tiles: Q1 = A R1^-1") == names[1].count("tiles: Q1 = A R1^-1") + (0 if whole else 1)
     assert np.max(np.abs(rs[0] - rs[1])) <= 1e-12 * np.max(np.abs(rs[1]))
     assert tsqr.gram_error(rs[0], a) < 1e-13
 
 
-def test_the_passes_over_the_matrix_are_counted_as_enqueue_makes_them(fp64_env):
+def test_the_passes_over_the_matrix_are_counted_as_enqueue_makes_them(fp64_env, monkeypatch):
     """6 with the transposed copy and whole tiles; on the tensor cores at 129 columns in
-    tiles of 64, 7: each Gram product reads its matrix twice (the last row apart), Q1's
-    product reads A as stored and again for its last column, and writes Q1."""
+    tiles of 64, 6 again: each Gram product reads its matrix twice (the last row apart),
+    Q1's product reads A as stored in one tile as wide as A, and writes Q1; 7 where Q1
+    runs in tiles of 64 and reads A again for its last column."""
     _, ctx, queue = fp64_env
     plain = cholqr.CholeskyQR2(ctx, queue, 129)
     assert plain.passes() == (6, "the first Gram product reads A, the transpose reads A and writes it, "
@@ -229,5 +235,10 @@ def test_the_passes_over_the_matrix_are_counted_as_enqueue_makes_them(fp64_env):
     cq = cholqr.CholeskyQR2(ctx, queue, 129, mma=True, emulate=True, gram_shape=tile, product_shape=tile,
                             update_shape=tile, inverse_shape=tile)
     count, words = cq.passes()
-    assert count == 7 and "twice (its last row apart)" in words and "as it is stored" in words
-    assert "$" not in words
+    assert count == 6 and "twice (its last row apart)" in words and "as it is stored" in words
+    assert "again" not in words and "$" not in words
+    monkeypatch.setattr(cholqr, "Q1_WHOLE_MAX", 0)               # Q1 in tiles of 64 and its last column
+    cq = cholqr.CholeskyQR2(ctx, queue, 129, mma=True, emulate=True, gram_shape=tile, product_shape=tile,
+                            update_shape=tile, inverse_shape=tile)
+    count, words = cq.passes()
+    assert count == 7 and "(and again for its last columns)" in words

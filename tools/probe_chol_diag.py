@@ -4,7 +4,9 @@ block loaded, each column's step, L11 read back, the inverted sub-blocks M), for
 one block of CB = 64 columns, at each work-group size, with the launch's time
 by the device's events. NVIDIA only (the stamps are inline PTX).
 
-    PYOPENCL_CTX=0 python3 tools/probe_chol_diag.py"""
+    PYOPENCL_CTX=0 python3 tools/probe_chol_diag.py [lsq/OTHER.cl ...]
+
+(each file named after the script: another version of 7_cholesky.cl, timed the same way)"""
 import sys
 
 import numpy as np
@@ -28,10 +30,10 @@ def main():
     stamps = cl.Buffer(ctx, mf.READ_WRITE, 8 * (CB + 4))
     i32, nv = np.int32, int("NVIDIA" in device.platform.name)
     print(f"{device.name}: chol_diag on one {CB} x {CB} block", flush=True)
-    for wg in (64, 128, 256, 512, 1024):
+    for path, wg in [(p, w) for p in ["lsq/7_cholesky.cl"] + sys.argv[1:] for w in (256, 512, 1024)]:
         runs = {}
         for stamped in (0, 1):
-            kern = kernel(ctx, ("device/nv_clock.cl", "lsq/7_cholesky.cl") if stamped else "lsq/7_cholesky.cl",
+            kern = kernel(ctx, ("device/nv_clock.cl", path) if stamped else path,
                           "chol_diag", {"CB": CB, "WG": wg, "STAMPS": stamped, "NV_PTX": nv})
             times = []
             for rep in range(12):
@@ -49,7 +51,7 @@ def main():
         cl.enqueue_copy(queue, st, stamps)
         d = np.diff(st.astype(np.int64))
         steps = d[1:CB + 1]
-        print(f"  WG {wg:4d}: {runs[0] * 1e6:6.1f} us ({runs[1] * 1e6:6.1f} us stamped), error {err:.1e}; "
+        print(f"  {path} WG {wg:4d}: {runs[0] * 1e6:6.1f} us ({runs[1] * 1e6:6.1f} us stamped), error {err:.1e}; "
               f"cycles: load {d[0]}, {CB} steps {steps.sum()} (first {steps[0]}, middle {steps[CB // 2]}, "
               f"last {steps[-1]}), read back {d[CB + 1]}, M {d[CB + 2]}, all {int(st[-1] - st[0])}", flush=True)
 

@@ -13,7 +13,7 @@ each timed by the device's clock (gpubook.chapters.lsq.measure.time_factor, as
 part 8.3 times it), with ||Q'Q - I|| and the Gram check, against cuSOLVER's QR
 in the same process (CUDA events).
 
-    PYOPENCL_CTX=0 python3 tools/probe_dmma_edges.py [--json FILE] [--launches]
+    PYOPENCL_CTX=0 python3 tools/probe_dmma_edges.py [--json FILE] [--ways NAME,...] [--launches]
 
 --launches: only the tall case as CholeskyQR2 runs it by default, each launch of its
 Gram and Q1 products timed on its own (the median of 5 runs), edges included; with
@@ -71,6 +71,7 @@ def launches(ctx, queue, a):
 
 def main():
     out = sys.argv[sys.argv.index("--json") + 1] if "--json" in sys.argv else None
+    only = sys.argv[sys.argv.index("--ways") + 1].split(",") if "--ways" in sys.argv else None
     device, ctx, queue, _, _ = gb.open_device()
     if "--launches" in sys.argv:
         x, y = lsq.make_problem(1_000_000, 128)
@@ -92,7 +93,7 @@ def main():
         a = np.column_stack([x, y])
         cus = cusolver_seconds(a[:, :k] if k > 1000 else a)
         print(f"{m:,} x {k + 1:,}: cuSOLVER {cus * 1e3:.2f} ms", flush=True)
-        for way in SQUARE_WAYS if k > 1000 else WAYS:
+        for way in [w for w in (SQUARE_WAYS if k > 1000 else WAYS) if not only or w in only]:
             try:
                 cq = cholqr.CholeskyQR2(ctx, queue, k + 1, mma=True, **WAYS[way])
             except Exception as err:  # a tile the device cannot hold: say so and go on

@@ -32,11 +32,14 @@ def tile(tm, tn, wm, wn, **more):
     return {"TM": tm, "TN": tn, "WARPS_M": wm, "WARPS_N": wn, "KC": 16, **more}
 
 
-Q1_SHAPES = [tile(64, 144, 4, 2, STAGES=1), tile(64, 136, 4, 1, STAGES=1), tile(128, 144, 8, 2, STAGES=1),
-             tile(128, 136, 8, 1, STAGES=1), tile(96, 144, 6, 2, STAGES=1), tile(64, 144, 4, 2, KC=8),
-             tile(128, 144, 8, 2, KC=8), tile(64, 136, 4, 1, KC=8), tile(32, 136, 2, 1, STAGES=1),
-             tile(64, 144, 4, 2, STAGES=1, ACROSS=8), tile(128, 144, 4, 2, STAGES=1)]
-GRAM_SHAPES = [tile(144, 144, 9, 2, KC=8), tile(144, 144, 9, 1, KC=8), tile(144, 144, 3, 2, KC=8)]
+Q1_SHAPES = [tile(128, 144, 4, 2, STAGES=1), tile(64, 144, 4, 2, STAGES=1), tile(64, 136, 4, 1, KC=8)]
+# the Gram: a tile, the rows of a chunk, and whether the last row runs in the same
+# launch (the whole triangle of tiles) rather than apart in cholqr.EDGE_ROWS
+GRAM_WAYS = [(dmma.SHAPE, 2048, False), (dmma.SHAPE, 1024, False), (tile(64, 64, 2, 1), 1024, False),
+             (tile(64, 64, 4, 1), 2048, False), (tile(64, 64, 4, 1, SKIP=1), 2048, True),
+             (tile(64, 64, 4, 1, SKIP=1), 1024, True), (tile(64, 64, 4, 1), 2048, True),
+             (tile(64, 64, 2, 1, SKIP=1), 2048, True), (tile(32, 32, 2, 1, SKIP=1), 2048, True),
+             (tile(64, 64, 4, 2, SKIP=1), 2048, True)]
 
 
 def _median(calls, repeats=10, warmup=2):
@@ -78,31 +81,35 @@ def main():
         except Exception as exc:  # a shape the device cannot hold: say so and go on
             print(f"  {name}: {exc}", flush=True)
 
-    chunk = cholqr.SUM_ROWS
-    chunks = -(-M // chunk)
-    part = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 8 * chunks * C * C)
-    g_ref = a[:chunk].T @ a[:chunk]
-    print(f"Gram of {M:,} x {C} in {chunks} chunks of {chunk} rows", flush=True)
+    print(f"Gram of {M:,} x {C}, the main triangle and its last row apart", flush=True)
+    main = C - edge
 
-    def gram(shape, triangle, main=C, edge_shape=None):
+    def gram(shape, chunk, fused):
+        chunks = -(-M // chunk)
+        part = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 8 * chunks * C * C)
+        rows = C if fused else main
+
         def calls():
-            evs = [dmma.product(queue, shape, abuf, 0, C, abuf, 0, C, part, 0, C, main, main, 0, M,
-                                k_chunk=chunk, c_stride=C * C, triangle=triangle, emulate=EMULATE)]
-            if edge_shape:
-                evs.append(dmma.product(queue, edge_shape, abuf, main, C, abuf, 0, C, part, main * C, C,
-                                        C - main, C, 0, M, k_chunk=chunk, c_stride=C * C, emulate=EMULATE))
+            evs = [dmma.product(queue, shape, abuf, 0, C, abuf, 0, C, part, 0, C, rows, rows, 0, M,
+                                k_chunk=chunk, c_stride=C * C, triangle=True, emulate=EMULATE)]
+            if not fused:
+                evs.append(dmma.product(queue, cholqr.EDGE_ROWS, abuf, main, C, abuf, 0, C, part, main * C, C,
+                                        edge, C, 0, M, k_chunk=chunk, c_stride=C * C, emulate=EMULATE))
             return evs
         t = _median(calls)
+        # the first chunk's sums, against its rows' own
         got = np.empty((C, C))
         cl.enqueue_copy(queue, got, part)
         low = np.tril_indices(C)
-        return t, np.max(np.abs(got[low] - g_ref[low])) / np.max(np.abs(g_ref))
+        ref = a[:chunk].T @ a[:chunk]
+        return t, chunks, np.max(np.abs(got[low] - ref[low])) / np.max(np.abs(ref))
 
-    for name, args in [("64x64 triangle + edge rows (today)", (dmma.SHAPE, True, C - edge, cholqr.EDGE_ROWS))] + [
-            (dmma.label(s), (s, False)) for s in GRAM_SHAPES]:
+    for shape, chunk, fused in GRAM_WAYS:
+        name = dmma.label(shape) + (", skip" if shape.get("SKIP") else "") + (", in one launch" if fused else "")
         try:
-            t, err = gram(*args)
-            print(f"  {name:58s} {t * 1e3:7.3f} ms  error {err:.1e}", flush=True)
+            t, chunks, err = gram(shape, chunk, fused)
+            print(f"  {name:62s} chunks of {chunk:5d} rows ({chunks:4d}) {t * 1e3:7.3f} ms  "
+                  f"error {err:.1e}", flush=True)
         except Exception as exc:  # a shape the device cannot hold: say so and go on
             print(f"  {name}: {exc}", flush=True)
 

@@ -3,7 +3,7 @@ CholeskyQR2 runs it: R1^-1 alongside, updates on the FP64 tensor cores where the
 device has them) on one k x k Gram matrix, kernel by kernel, for one or more
 versions of kernels/lsq/7_cholesky.cl; each result checked against NumPy.
 
-    PYOPENCL_CTX=0 python3 tools/time_cholesky.py [k] [--kernel lsq/OTHER.cl ...]
+    PYOPENCL_CTX=0 python3 tools/time_cholesky.py [k] [--kernel lsq/OTHER.cl ...] [--diag-wg N ...]
 
 On an H100 (2026-11-27, k = 5,001, one factorisation with its inverse: 16.5-17.0 ms
 of device time in 79 blocks of 64 columns), chol_diag took 73.6 us per block with
@@ -71,11 +71,16 @@ def main():
     ap.add_argument("k", nargs="?", type=int, default=5001)
     ap.add_argument("--kernel", action="append", default=[])
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--diag-wg", type=int, action="append", default=[],
+                    help="chol_diag's work-items at most (cholesky.DIAG_WORK_ITEMS), one run each")
     args = ap.parse_args()
     device, ctx, queue, _, _ = gb.open_device()
     g = gram(args.k)
-    for path in args.kernel + [cholqr.PATH]:
-        time_one(ctx, queue, g, path, args.repeats)
+    for wg in args.diag_wg or [cholesky.DIAG_WORK_ITEMS]:
+        cholesky.DIAG_WORK_ITEMS = wg
+        print(f"chol_diag with at most {wg} work-items", flush=True)
+        for path in args.kernel + [cholqr.PATH]:
+            time_one(ctx, queue, g, path, args.repeats)
 
 
 if __name__ == "__main__":

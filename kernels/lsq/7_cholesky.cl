@@ -41,7 +41,11 @@
 // column c as the previous step left them, writes L's column c (scaled)
 // straight to global memory, and updates its own entries of the trailing
 // triangle (element e = i * CB + j for e = lid, lid + WG, ... past row c),
-// which column c is not part of: one barrier per column. Then M goes to
+// which column c is not part of: one barrier per column. The columns' steps
+// take nine tenths of the time: on an H200 (2026-11-28, tools/probe_chol_diag.py,
+// %clock64) a 64 x 64 block took 77 us at 256 work-items and 55 us at 512 or
+// 1,024; loading every entry of a batch of 8 before storing any took 62 us at
+// 256 and was slower at 512 (67 us) and 1,024 (99 us). Then M goes to
 // linv: L11 with its SB x SB diagonal sub-blocks inverted, so that the two
 // solves below wait on CB / SB sub-blocks instead of CB columns.
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void chol_diag(

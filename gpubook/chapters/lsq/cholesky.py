@@ -22,6 +22,11 @@ PRODUCT_SHAPE = {"TM": 128, "TN": 64, "WM": 8, "WN": 4, "K": 8, "STAGES": 2}
 # device time with one block, 8.8 + 5.0 ms with 8 on the register tiles, and
 # 6.5 + 3.7 ms with 8 on the FP64 tensor cores.
 PANEL = 8
+# chol_diag's work-items at most (fewer where the device or the kernel cannot hold them).
+# On an H200 (2026-11-28, tools/time_cholesky.py, k = 5,001 with R^-1) 512 took
+# chol_diag from 70.3 to 54.4 us a block, and the factorisation from 16.2 to 15.2 ms;
+# 1,024 gave 54.1 us.
+DIAG_WORK_ITEMS = 512
 
 
 class DeviceCholesky:
@@ -51,7 +56,7 @@ class DeviceCholesky:
         self.CB = 1 << (min(int(block), self.k).bit_length() - 1)
         while self.CB > 1 and launch.why_not(device, 1, 8 * self.CB * (self.CB + 1)):
             self.CB //= 2
-        wg = launch.largest(device, 256, lambda s: 8 * self.CB * (self.CB + 1))
+        wg = launch.largest(device, DIAG_WORK_ITEMS, lambda s: 8 * self.CB * (self.CB + 1))
         while True:
             self.kern = {name: kernel(ctx, PATH, name, {"CB": self.CB, "WG": wg})
                          for name in ("chol_diag", "chol_rows", "chol_cols", "take_triangle", "unit_diagonal")}

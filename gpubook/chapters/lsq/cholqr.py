@@ -55,6 +55,14 @@ WIDE_FROM = 1024
 # and a third of Q1's. Those few rows (or columns) run apart in narrow tiles instead.
 EDGE_ROWS = {"TM": 16, "TN": 64, "WARPS_M": 1, "WARPS_N": 2, "KC": 16}
 EDGE_COLS = {"TM": 64, "TN": 8, "WARPS_M": 4, "WARPS_N": 1, "KC": 16}
+# Q1 = A R1^-1 of a matrix at most Q1_WHOLE_MAX columns wide, reading A as stored:
+# one tile as wide as the matrix (TN, the columns rounded up to 16), so that a
+# work-group reads its rows of A once and no edge launch follows. On an H200
+# (2026-11-28, tools/probe_full_width.py, 1,000,000 x 129) 128 x 144 tiles of 4 x 2
+# warps took 1.68-1.71 ms against 2.17-2.20 ms for 64 x 64 tiles and the edge
+# column; 64 x 144 took 2.03 ms, and 192 x 144 (6 x 2 warps) 41 ms.
+Q1_WHOLE = {"TM": 128, "WARPS_M": 4, "WARPS_N": 2, "KC": 16, "STAGES": 1}
+Q1_WHOLE_MAX = 144
 
 
 def _round_up(n, step):
@@ -115,6 +123,7 @@ class CholeskyQR2(Factors):
             self.products.check(ctx, device, EDGE_ROWS)
         if self.edges and self.products.on_tensor_cores(self.product_shape):
             self.products.check(ctx, device, EDGE_COLS)
+        self.q1_shape = self._q1_whole(ctx, device) or self.product_shape
         if mma:
             update_shape, inverse_shape = update_shape or dmma.SHAPE, inverse_shape or dmma.SHAPE
         self.chol = DeviceCholesky(ctx, queue, cols, block, update_shape, inverse_shape, self.products, panel)
@@ -144,6 +153,18 @@ class CholeskyQR2(Factors):
         self.gram_note = f"{dmma.label(GRAM_WIDE)}: {self.C:,} columns"
         return GRAM_WIDE
 
+    def _q1_whole(self, ctx, device):
+        """Q1_WHOLE, as wide as the matrix, where Q1's product reads A as stored, the
+        matrix is at most Q1_WHOLE_MAX columns and the device holds the tile; else None."""
+        if not (self.edges and self.reads_a_across and self.C <= Q1_WHOLE_MAX):
+            return None
+        shape = {**Q1_WHOLE, "TN": _round_up(self.C, 16)}
+        try:
+            self.products.check(ctx, device, shape)
+        except launch.LaunchError:
+            return None
+        return shape
+
     @property
     def gram_edge(self):
         """The last rows of the Gram matrix that EDGE_ROWS computes apart (0: none):
@@ -152,10 +173,12 @@ class CholeskyQR2(Factors):
         on = self.edges and self.products.on_tensor_cores(self.gram_shape) and self.C > self.gram_shape["TN"]
         return extra if on and extra <= EDGE_ROWS["TM"] else 0
 
-    def col_edge(self, width):
-        """The last columns of a product `width` wide that EDGE_COLS computes apart."""
-        tn, extra = self.product_shape["TN"], width % self.product_shape["TN"]
-        on = self.edges and self.products.on_tensor_cores(self.product_shape) and width > tn
+    def col_edge(self, width, shape=None):
+        """The last columns of a product `width` wide in tiles of `shape` (Q1's by
+        default) that EDGE_COLS computes apart."""
+        shape = self.q1_shape if shape is None else shape
+        tn, extra = shape["TN"], width % shape["TN"]
+        on = self.edges and self.products.on_tensor_cores(shape) and width > tn
         return extra if on and extra <= EDGE_COLS["TN"] else 0
 
     def passes(self):
@@ -239,7 +262,7 @@ class CholeskyQR2(Factors):
         for j0 in range(0, c, self.band):
             j1 = min(c, j0 + self.band)
             edge = self.col_edge(j1 - j0)
-            for shape, lo, hi in ((self.product_shape, j0, j1 - edge), (EDGE_COLS, j1 - edge, j1)):
+            for shape, lo, hi in ((self.q1_shape, j0, j1 - edge), (EDGE_COLS, j1 - edge, j1)):
                 if hi > lo:
                     trace.append((name, self.products(q, shape, a, 0, lda, b, lo, c,
                                                      out, lo, c, rows(j1), hi - lo, 0, j1, **kw)))
