@@ -9,8 +9,7 @@ A shape gives the tile (TM, TN, WARPS_M, WARPS_N, KC), may give the local
 stages ("STAGES": 1 or 2, default 2) and the paired 16-byte fragment loads
 ("PAIRS": 0 or 1, default 0; 1 needs each warp's block a multiple of 16 wide
 both ways), may set how many lanes read along a row of A read the other way round
-("ACROSS": 4, 8 or 16, default 4; it divides KC), may let warps whose block lies past
-the matrix skip their products ("SKIP": 1, default 0), and may name the FP64 mma shape ("MMA": one of gpubook.tensor.F64_SHAPES); without it the kernel
+("ACROSS": 4, 8 or 16, default 4; it divides KC), and may name the FP64 mma shape ("MMA": one of gpubook.tensor.F64_SHAPES); without it the kernel
 uses the device's (tensor.f64_shape: Hopper's m16n8k4 on sm_90 and later,
 m8n8k4 on sm_8x, and m8n8k4 when emulated on a device without either).
 """
@@ -106,7 +105,7 @@ def _checked_kernel(ctx, device, shape, triangle, emulate, a_trans=False):
                          "and divides KC")
     launch.check(device, work_items(shape), local_bytes(shape, emulate, device))
     defines = {**{k: shape[k] for k in TILE_KEYS}, "STAGES": shape.get("STAGES", 2), "PAIRS": pairs(shape),
-               "TRIANGLE": int(triangle), "ATRANS": int(bool(a_trans)), "SKIP_PAST": int(shape.get("SKIP", 0)),
+               "TRIANGLE": int(triangle), "ATRANS": int(bool(a_trans)),
                **({"ACROSS": shape["ACROSS"]} if "ACROSS" in shape else {}), **tensor.f64_defines(mma)}
     kern = tensor._build(ctx, device, PATH, "dmma_tiles", defines, emulate)
     launch.check(device, work_items(shape), kern=kern)

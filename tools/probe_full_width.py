@@ -6,7 +6,8 @@ by the device's clock (median of 10), with its largest error against NumPy on
 the first rows:
 
   Q1 = A R^-1 reading A as stored (dmma_tiles.cl's ATRANS), all 129 columns;
-  G = A'A in chunks of cholqr.SUM_ROWS rows (one partial sum per chunk).
+  G = A'A, its main triangle in a few tiles and chunks of rows (one partial sum
+  per chunk), its last row apart as CholeskyQR2 runs it.
 
     PYOPENCL_CTX=0 python3 tools/probe_full_width.py [ROWS] [--emulate]
 
@@ -33,13 +34,8 @@ def tile(tm, tn, wm, wn, **more):
 
 
 Q1_SHAPES = [tile(128, 144, 4, 2, STAGES=1), tile(64, 144, 4, 2, STAGES=1), tile(64, 136, 4, 1, KC=8)]
-# the Gram: a tile, the rows of a chunk, and whether the last row runs in the same
-# launch (the whole triangle of tiles) rather than apart in cholqr.EDGE_ROWS
-GRAM_WAYS = [(dmma.SHAPE, 2048, False), (dmma.SHAPE, 1024, False), (tile(64, 64, 2, 1), 1024, False),
-             (tile(64, 64, 4, 1), 2048, False), (tile(64, 64, 4, 1, SKIP=1), 2048, True),
-             (tile(64, 64, 4, 1, SKIP=1), 1024, True), (tile(64, 64, 4, 1), 2048, True),
-             (tile(64, 64, 2, 1, SKIP=1), 2048, True), (tile(32, 32, 2, 1, SKIP=1), 2048, True),
-             (tile(64, 64, 4, 2, SKIP=1), 2048, True)]
+# the Gram: a tile and the rows of a chunk (its last row apart, in cholqr.EDGE_ROWS)
+GRAM_WAYS = [(dmma.SHAPE, 2048), (dmma.SHAPE, 1024), (tile(64, 64, 2, 1), 1024), (tile(64, 64, 4, 1), 2048)]
 
 
 def _median(calls, repeats=10, warmup=2):
@@ -84,18 +80,15 @@ def main():
     print(f"Gram of {M:,} x {C}, the main triangle and its last row apart", flush=True)
     main = C - edge
 
-    def gram(shape, chunk, fused):
+    def gram(shape, chunk):
         chunks = -(-M // chunk)
         part = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 8 * chunks * C * C)
-        rows = C if fused else main
 
         def calls():
-            evs = [dmma.product(queue, shape, abuf, 0, C, abuf, 0, C, part, 0, C, rows, rows, 0, M,
-                                k_chunk=chunk, c_stride=C * C, triangle=True, emulate=EMULATE)]
-            if not fused:
-                evs.append(dmma.product(queue, cholqr.EDGE_ROWS, abuf, main, C, abuf, 0, C, part, main * C, C,
-                                        edge, C, 0, M, k_chunk=chunk, c_stride=C * C, emulate=EMULATE))
-            return evs
+            return [dmma.product(queue, shape, abuf, 0, C, abuf, 0, C, part, 0, C, main, main, 0, M,
+                                 k_chunk=chunk, c_stride=C * C, triangle=True, emulate=EMULATE),
+                    dmma.product(queue, cholqr.EDGE_ROWS, abuf, main, C, abuf, 0, C, part, main * C, C,
+                                 edge, C, 0, M, k_chunk=chunk, c_stride=C * C, emulate=EMULATE)]
         t = _median(calls)
         # the first chunk's sums, against its rows' own
         got = np.empty((C, C))
@@ -104,10 +97,10 @@ def main():
         ref = a[:chunk].T @ a[:chunk]
         return t, chunks, np.max(np.abs(got[low] - ref[low])) / np.max(np.abs(ref))
 
-    for shape, chunk, fused in GRAM_WAYS:
-        name = dmma.label(shape) + (", skip" if shape.get("SKIP") else "") + (", in one launch" if fused else "")
+    for shape, chunk in GRAM_WAYS:
+        name = dmma.label(shape)
         try:
-            t, chunks, err = gram(shape, chunk, fused)
+            t, chunks, err = gram(shape, chunk)
             print(f"  {name:62s} chunks of {chunk:5d} rows ({chunks:4d}) {t * 1e3:7.3f} ms  "
                   f"error {err:.1e}", flush=True)
         except Exception as exc:  # a shape the device cannot hold: say so and go on

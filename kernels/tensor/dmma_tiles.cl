@@ -35,9 +35,9 @@
 // of 1,000,000 x 129 from 2.81 to 3.96 ms, and one test per warp and chunk
 // saved nothing there and cost 1 ms of the 34 ms of 25,000 x 5,001's. The host
 // computes a matrix's last few rows or columns apart instead (gpubook.chapters.
-// lsq.cholqr's edges). SKIP_PAST=1 lets a warp whose whole block lies past M or
-// N skip its products (one test per warp), for tiles of one-warp-high blocks
-// that run the edge in the same launch.
+// lsq.cholqr's edges). Running the Gram's last row in the same launch, as a third
+// row of tiles whose warps past M skip their products, took 1.50 ms against 1.20 ms
+// apart (tools/probe_full_width.py, 2026-11-28).
 //
 // Build options: TM, TN, WARPS_M, WARPS_N, KC (multiple of F64_K), STAGES (1 or
 // 2, default 2), PAIRS (0 or 1, default 0), ATRANS (default 0), F64_M, F64_K
@@ -57,9 +57,6 @@
 #endif
 #ifndef ATRANS
 #define ATRANS 0
-#endif
-#ifndef SKIP_PAST
-#define SKIP_PAST 0
 #endif
 #define PAD(w) (PAIRS ? 4 : (w) % 16 == 8 ? 0 : 8)
 #define LDA (TM + PAD(TM))
@@ -169,9 +166,6 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
     const int lid = get_local_id(0), warp = lid / 32, g = mma_lane() / 4,
               t = mma_lane() % 4;
     const int wm = warp / WARPS_N * WTM, wn = warp % WARPS_N * WTN;
-    // SKIP_PAST: a warp whose whole block lies past M or N only loads and stores
-    // (emulated, every warp takes part: the emulation's barriers are the work-group's)
-    const bool live = !SKIP_PAST || EMULATE || (i0 + wm < M && j0 + wn < N);
     __local double *scr = scratch + (EMULATE ? warp * MMA_F64_SCRATCH : 0);
     const int k0 = k_begin + get_group_id(1) * k_chunk;
     const int k1 = min(k_end, k0 + k_chunk);
@@ -203,7 +197,6 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
         }
         __local const double *sa = la + s * KC * LDA + wm + (PAIRS ? 2 : 1) * g;
         __local const double *sb = lb + s * KC * LDB + wn + (PAIRS ? 2 : 1) * g;
-        if (live) {
 #pragma unroll
         for (int r = 0; r < KC; r += F64_K) {
             double fa[MF][F64_A], fb[NF][F64_B];
@@ -249,7 +242,6 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
 #pragma unroll
                 for (int q = 0; q < NF; ++q)
                     mma_f64(acc[p][q], fa[p], fb[q], scr);
-        }
         }
         s = (s + 1) % STAGES;
     }
