@@ -185,6 +185,32 @@ WGMMA_PTX = ("{\n\t.reg .f32 f<4>;\n\t.reg .pred p;\n\tsetp.ne.b32 p, %r1, 0;\n"
              "\twgmma.commit_group.sync.aligned;\n\twgmma.wait_group.sync.aligned 0;\n\t}")
 
 
+def to_sm90a(ptx):
+    """NVIDIA's PTX (text, its NUL dropped) with its `.target sm_90` line set to sm_90a."""
+    ptx = ptx.rstrip("\x00")
+    target = next((ln.strip() for ln in ptx.splitlines() if ln.strip().startswith(".target")), "")
+    return ptx.replace(target, target.replace("sm_90", "sm_90a", 1), 1) if target else ptx
+
+
+def with_wgmma(ptx):
+    """PTX of kernels/tensor/wgmma_probe.cl with its markers replaced: FENCE_PROXY by
+    fence.proxy.async, WGMMA d0 d1 d2 d3 desc_a desc_b zero (registers, as the compiler
+    filled them in) by one m64n8k8 TF32 wgmma with D = A B' and its waits."""
+    out = []
+    for ln in to_sm90a(ptx).splitlines():
+        words = ln.split()
+        if words[:2] == ["//", "FENCE_PROXY"]:
+            out.append("\tfence.proxy.async.shared::cta;")
+        elif words[:2] == ["//", "WGMMA"] and len(words) == 9:
+            d, da, db, zero = words[2:6], words[6], words[7], words[8]
+            out += ["\t{", "\t.reg .pred p;", f"\tsetp.ne.b32 p, {zero}, 0;", "\twgmma.fence.sync.aligned;",
+                    f"\twgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32 {{{', '.join(d)}}}, {da}, {db}, p, 1, 1;",
+                    "\twgmma.commit_group.sync.aligned;", "\twgmma.wait_group.sync.aligned 0;", "\t}"]
+        else:
+            out.append(ln)
+    return "\n".join(out) + "\n"
+
+
 def from_binary(ctx, device, queue=None):
     """The other door: PTX handed to the driver as a program binary. The PTX that
     the compiler wrote for the cp.async.bulk probe, with its target line set to
@@ -200,7 +226,7 @@ def from_binary(ctx, device, queue=None):
     target = ptx_target(program.binaries[0])
     if "sm_90" not in target.split(",")[0].split():    # Hopper's PTX only: sm_90a is its target
         return []
-    retarget = ptx.replace(target, target.replace("sm_90", "sm_90a", 1), 1) if target else ptx
+    retarget = to_sm90a(ptx)
     rows, built = [], {}
     for what, text, launch in (("its own PTX, .target sm_90a", retarget, True),
                                ("with wgmma.fence, .target sm_90a",

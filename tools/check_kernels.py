@@ -149,6 +149,8 @@ NOT_RUN = {
     "tensor/check.cl": "NVIDIA only: mma.sync through inline PTX (its EMULATE=1 path is a test double)",
     "tensor/peak.cl": "NVIDIA only: mma.sync peak loop through inline PTX",
     "tensor/xtx_tf32.cl": "NVIDIA only: mma.sync, cp.async and red.global through inline PTX",
+    "tensor/wgmma_probe.cl": "NVIDIA Hopper only: one wgmma, its PTX rewritten for sm_90a "
+                             "(tools/probe_wgmma_product.py)",
 }
 
 def kernel_files():
