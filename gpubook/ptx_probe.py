@@ -148,12 +148,18 @@ def verdict(found, device_name, binary=()):
     own = state.get("its own PTX, .target sm_90a", ("", ""))
     fence = state.get("with wgmma.fence, .target sm_90a", ("", ""))
     mma = state.get("with wgmma.mma_async m64n8k8 tf32, .target sm_90a", ("", ""))
+    product = state.get(PRODUCT, ("", ""))
     if own == ("built", "ran") and fence == ("built", "ran") and mma[0] == "built":
+        ran = (". An OpenCL kernel whose PTX had a marker rewritten into one m64n8k8 TF32 wgmma.mma_async "
+               "gave, on 64 × 8 and 8 × 8 operands in local memory, the product NumPy gives, to the last bit"
+               if product == ("built", "ran, equal to NumPy") else
+               ". An OpenCL kernel with one wgmma.mma_async written into its PTX gave: "
+               + ", ".join(x for x in product if x) if product[0] else "")
         return (text + ". The driver takes PTX for sm_90a as a program binary, though: the compiler's own "
                 "PTX with its target changed to sm_90a built and ran, with a wgmma.fence in it ran on a warp "
-                "group of 128 work-items, and with a whole wgmma.mma_async built. Hopper's full tensor rate "
-                "is within reach of an OpenCL program written in PTX; this step, written in OpenCL C, stays "
-                "on mma.sync")
+                "group of 128 work-items, and with a whole wgmma.mma_async built" + ran + ". Hopper's full "
+                "tensor rate is within reach of an OpenCL program through its PTX; this step, written in "
+                "OpenCL C, stays on mma.sync")
     if binary:
         return (text + ". Handed to the driver as a program binary for sm_90a, the PTX gave: " +
                 "; ".join(f"{what}, {build}{', ' + ran if ran else ''}" for what, build, ran in binary) +
@@ -211,13 +217,78 @@ def with_wgmma(ptx):
     return "\n".join(out) + "\n"
 
 
+# A wgmma operand in local memory, K-major (rows of 8 TF32 terms) in core matrices of
+# 8 rows x 16 bytes: along K 128 bytes apart, along M (or N) 256 bytes apart. The
+# descriptors give these as the leading and the stride byte offsets; on an H200
+# (2026-11-28, tools/probe_wgmma_product.py) the two swapped made the launch fail and
+# took the context with it.
+K_STEP, MN_STEP = 128, 256
+PRODUCT = "one m64n8k8 TF32 wgmma.mma_async in an OpenCL kernel's own PTX, .target sm_90a"
+
+
+def core_image(x):
+    """x (rows x 8, K-major) as wgmma_probe.cl's local memory holds it: element (r, k)
+    at float (r % 8) * 4 + k % 4 + (k // 4) * K_STEP / 4 + (r // 8) * MN_STEP / 4."""
+    r, k = np.meshgrid(np.arange(x.shape[0]), np.arange(8), indexing="ij")
+    out = np.zeros(x.shape[0] // 8 * MN_STEP // 4, np.float32)
+    out[(r % 8) * 4 + k % 4 + (k // 4) * K_STEP // 4 + (r // 8) * MN_STEP // 4] = x
+    return out
+
+
+def fragment(d):
+    """D (64 x 8) from 128 work-items' 4 values each (d[4 t + i]), in mma.sync's
+    layout: work-item t of warp w = t / 32, lane l, holds rows 16 w + l / 4 and
+    + 8, columns 2 (l % 4) and + 1."""
+    t, i = np.meshgrid(np.arange(WARP_GROUP), np.arange(4), indexing="ij")
+    w, lane = t // 32, t % 32
+    out = np.empty((64, 8), np.float32)
+    out[16 * w + lane // 4 + 8 * (i // 2), 2 * (lane % 4) + i % 2] = np.asarray(d).reshape(WARP_GROUP, 4)
+    return out
+
+
+def wgmma_product(device, ptx_dir=None):
+    """(PRODUCT, 'built' or 'refused', what the run gave): kernels/tensor/wgmma_probe.cl
+    built as OpenCL C, its PTX rewritten (with_wgmma) and built as a program binary, then
+    run on one warp group on A (64 x 8) and B (8 x 8) of small integers, exact in TF32,
+    and its D compared with NumPy's A B'. In a context of its own, so that a failed
+    launch leaves the caller's intact. ptx_dir: write both PTX texts there."""
+    from .kernels import build
+
+    ctx = cl.Context([device])
+    queue = cl.CommandQueue(ctx)
+    ptx = build(ctx, "tensor/wgmma_probe.cl").binaries[0].decode("utf-8", "replace")
+    text = with_wgmma(ptx)
+    if ptx_dir is not None:
+        (ptx_dir / "wgmma_probe.ptx").write_text(ptx.rstrip("\x00"))
+        (ptx_dir / "wgmma_probe_sm90a.ptx").write_text(text)
+    try:
+        prog = cl.Program(ctx, [device], [text.encode() + b"\x00"]).build(devices=[device])
+    except (cl.RuntimeError, cl.LogicError) as err:
+        return PRODUCT, "refused", first_error(str(err))
+    rng = np.random.default_rng(1)
+    a, b = (rng.integers(-4, 5, (rows, 8)).astype(np.float32) for rows in (64, 8))
+    mf = cl.mem_flags
+    bufs = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=core_image(x)) for x in (a, b)]
+    d_buf, info = cl.Buffer(ctx, mf.READ_WRITE, 4 * 4 * WARP_GROUP), cl.Buffer(ctx, mf.READ_WRITE, 16)
+    d = np.full(4 * WARP_GROUP, np.nan, np.float32)
+    try:
+        launch.check(device, WARP_GROUP)
+        cl.Kernel(prog, "wgmma_probe")(queue, (WARP_GROUP,), (WARP_GROUP,), *bufs, d_buf, info,
+                                        np.uint32(K_STEP), np.uint32(MN_STEP), np.uint32(0))
+        cl.enqueue_copy(queue, d, d_buf)
+    except (cl.RuntimeError, cl.LogicError, launch.LaunchError) as err:
+        return PRODUCT, "built", f"launch failed: {err}"
+    err = float(np.max(np.abs(fragment(d) - a.astype(np.float64) @ b.T)))
+    return PRODUCT, "built", "ran, equal to NumPy" if err == 0 else f"ran, off NumPy by up to {err:g}"
+
+
 def from_binary(ctx, device, queue=None):
     """The other door: PTX handed to the driver as a program binary. The PTX that
     the compiler wrote for the cp.async.bulk probe, with its target line set to
     sm_90a; then with its instruction replaced by wgmma.fence; then by a whole
     wgmma.mma_async (WGMMA_PTX). With a queue, the first two are also launched on
     one warp group (128 work-items), after every build, and their output (0 where
-    it was 1) checked:
+    it was 1) checked, and a last row runs a whole wgmma product (wgmma_product):
     [(what, 'built', 'ran', '' or why not) or (what, 'refused', the first error)].
     A failed launch can leave the context unusable: call it last."""
     name = "cp.async.bulk.prefetch.L2 (sm_90)"
@@ -254,4 +325,6 @@ def from_binary(ctx, device, queue=None):
             row[2] = "ran" if np.all(host == 0) else "ran, wrong output"
         except (cl.RuntimeError, cl.LogicError, launch.LaunchError) as err:
             row[2] = f"launch failed: {err}"
+    if queue is not None:
+        rows.append(list(wgmma_product(device)))
     return [tuple(r) for r in rows]

@@ -2,6 +2,7 @@
 refusal on a device that is not NVIDIA's (the probes themselves need NVIDIA's compiler)."""
 import sys
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent / "tools"))
@@ -44,3 +45,56 @@ def test_a_device_not_nvidias_builds_nothing(monkeypatch, capsys):
         assert all(f"{name} | " in out for name in ptx_probe.PROBES), out
     else:
         assert "is not an NVIDIA device: inline PTX does not apply, nothing built" in out
+
+
+def test_with_wgmma_turns_the_markers_into_the_instructions_for_sm90a():
+    ptx = ("//\n.version 8.5\n.target sm_90, texmode_independent\n"
+           "\t// begin inline asm\n\t// FENCE_PROXY\n\t// end inline asm\n"
+           "\t// begin inline asm\n\t// WGMMA %f1 %f2 %f3 %f4 %rd7 %rd8 %r3\n\t// end inline asm\n\x00")
+    text = ptx_probe.with_wgmma(ptx)
+    assert ".target sm_90a, texmode_independent" in text and "\x00" not in text
+    assert "FENCE_PROXY" not in text and "WGMMA" not in text
+    assert "fence.proxy.async.shared::cta;" in text
+    assert ("wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32 {%f1, %f2, %f3, %f4}, %rd7, %rd8, p, 1, 1;"
+            in text)
+    assert text.index("setp.ne.b32 p, %r3, 0;") < text.index("wgmma.fence") < text.index("wgmma.mma_async")
+    assert text.index("wgmma.mma_async") < text.index("wgmma.commit_group") < text.index("wgmma.wait_group")
+
+
+def test_the_core_matrix_image_and_the_fragment_put_every_entry_once():
+    a = np.arange(64 * 8, dtype=np.float32).reshape(64, 8)
+    img = ptx_probe.core_image(a)
+    assert sorted(img) == sorted(a.ravel())                       # a permutation: nothing lost or doubled
+    assert list(img[:8]) == [0, 1, 2, 3, 8, 9, 10, 11]            # rows 0-1, terms 0-3: one 16-byte row each
+    assert img[ptx_probe.K_STEP // 4] == 4                        # terms 4-7 of row 0: the next core matrix
+    assert img[ptx_probe.MN_STEP // 4] == a[8, 0]                 # rows 8-15: the next along M
+    d = np.arange(4 * ptx_probe.WARP_GROUP, dtype=np.float32)
+    f = ptx_probe.fragment(d)
+    assert sorted(f.ravel()) == sorted(d)
+    assert list(f[0, :2]) == [0, 1] and list(f[8, :2]) == [2, 3] and f[16, 0] == 4 * 32
+
+
+def test_the_verdict_says_what_the_wgmma_product_gave():
+    control = ("mma.sync m16n8k8 tf32 (control)", "sm_80", "built", ".target sm_90, texmode_independent")
+    refused = ("wgmma.mma_async m64n8k8 tf32", "sm_90a", "refused",
+               "ptxas error : Instruction 'wgmma.mma_async' not supported on .target 'sm_90'")
+    found = {opt: [control, refused] for opt in ptx_probe.OPTIONS}
+    binary = [("its own PTX, .target sm_90a", "built", "ran"), ("with wgmma.fence, .target sm_90a", "built", "ran"),
+              ("with wgmma.mma_async m64n8k8 tf32, .target sm_90a", "built", ""),
+              (ptx_probe.PRODUCT, "built", "ran, equal to NumPy")]
+    assert "the product NumPy gives, to the last bit" in ptx_probe.verdict(found, "GPU", binary)
+    binary[-1] = (ptx_probe.PRODUCT, "built", "launch failed: OUT_OF_RESOURCES")
+    text = ptx_probe.verdict(found, "GPU", binary)
+    assert "to the last bit" not in text and "gave: built, launch failed: OUT_OF_RESOURCES" in text
+    assert "to the last bit" not in ptx_probe.verdict(found, "GPU", binary[:3])
+
+
+def test_the_product_probe_says_so_on_a_device_not_nvidias(monkeypatch, capsys):
+    import gpubook as gb
+    import probe_wgmma_product
+
+    if "NVIDIA" in gb.open_device()[0].vendor.upper():
+        pytest.skip("an NVIDIA device runs the product itself")
+    monkeypatch.setattr(sys, "argv", ["probe_wgmma_product.py"])
+    assert probe_wgmma_product.main() == 0
+    assert "is not an NVIDIA device: wgmma does not apply" in capsys.readouterr().out
