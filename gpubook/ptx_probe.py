@@ -299,7 +299,7 @@ def from_binary(ctx, device, queue=None):
         return []
     retarget = to_sm90a(ptx)
     rows, built = [], {}
-    for what, text, launch in (("its own PTX, .target sm_90a", retarget, True),
+    for what, text, to_run in (("its own PTX, .target sm_90a", retarget, True),
                                ("with wgmma.fence, .target sm_90a",
                                 _inline_asm(retarget, "wgmma.fence.sync.aligned;"), True),
                                ("with wgmma.mma_async m64n8k8 tf32, .target sm_90a",
@@ -307,7 +307,7 @@ def from_binary(ctx, device, queue=None):
         try:
             prog = cl.Program(ctx, [device], [text.encode() + b"\x00"]).build(devices=[device])
             rows.append([what, "built", ""])
-            built[what] = prog if launch else None
+            built[what] = prog if to_run else None
         except (cl.RuntimeError, cl.LogicError) as err:
             rows.append([what, "refused", first_error(str(err))])
     for row in rows:                          # every build first: a failed launch can break the context
