@@ -151,6 +151,8 @@ NOT_RUN = {
     "tensor/xtx_tf32.cl": "NVIDIA only: mma.sync, cp.async and red.global through inline PTX",
     "tensor/wgmma_probe.cl": "NVIDIA Hopper only: one wgmma, its PTX rewritten for sm_90a "
                              "(tools/probe_wgmma_product.py)",
+    "tensor/wgmma_xtx.cl": "NVIDIA Hopper only: wgmma tiles, their PTX rewritten for sm_90a "
+                           "(gpubook.wgmma, tools/probe_wgmma_xtx.py)",
 }
 
 def kernel_files():

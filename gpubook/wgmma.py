@@ -1,0 +1,69 @@
+"""Hopper's warp-group MMA (wgmma) from OpenCL, through the PTX (kernels/tensor/
+wgmma_xtx.cl): NVIDIA's OpenCL compiler refuses wgmma, an sm_90a instruction, but
+passes PTX comments in inline asm through with their operands' registers filled in.
+`rewrite` turns those markers into the instructions and sets the target to sm_90a;
+the driver then takes the text as a program binary (gpubook.ptx_probe found that
+door, and one m64n8k8 product through it equal to NumPy's on an H200, 2026-11-28).
+
+sync=True waits for each wgmma before the next (wgmma.fence, the product, commit,
+wait): the accumulators are never in flight while the compiler's own instructions
+run. sync=False issues a chunk's products back to back after one fence and waits once
+at the chunk's end, as the instruction is meant to run; it is only right where the
+compiler put nothing that touches the accumulators between the markers, which the
+probe checks against NumPy."""
+import numpy as np
+import pyopencl as cl
+
+from . import launch
+from .kernels import build
+from .ptx_probe import to_sm90a
+
+PATH = "tensor/wgmma_xtx.cl"
+WARP_GROUP = 128
+
+
+def rewrite(ptx, sync=True):
+    """The PTX of wgmma_xtx.cl with its markers made instructions, for sm_90a."""
+    out = []
+    for ln in to_sm90a(ptx).splitlines():
+        words = ln.split()
+        mark = words[1] if words[:1] == ["//"] and len(words) > 1 else ""
+        if mark == "WG_FENCE_PROXY":
+            out.append("\tfence.proxy.async.shared::cta;")
+        elif mark == "WG_FENCE":
+            out += [] if sync else ["\twgmma.fence.sync.aligned;"]
+        elif mark == "WG_COMMIT_WAIT":
+            out += [] if sync else ["\twgmma.commit_group.sync.aligned;", "\twgmma.wait_group.sync.aligned 0;"]
+        elif mark == "WG_MMA":
+            if len(words) != 21:
+                raise ValueError(f"a WG_MMA marker with {len(words) - 2} operands, not 19: {ln.strip()}")
+            d, a, b, z = words[2:18], words[18], words[19], words[20]
+            mma = (f"\twgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {{{', '.join(d)}}}, {a}, {b}, "
+                   "p, 1, 1;")
+            out += ["\t{", "\t.reg .pred p;", f"\tsetp.ne.b32 p, {z}, 0;"]
+            out += (["\twgmma.fence.sync.aligned;", mma, "\twgmma.commit_group.sync.aligned;",
+                     "\twgmma.wait_group.sync.aligned 0;"] if sync else [mma])
+            out.append("\t}")
+        else:
+            out.append(ln)
+    return "\n".join(out) + "\n"
+
+
+def program(ctx, device, tn=128, kc=32, sync=True):
+    """(the built program, its rewritten PTX) for tiles of 64 x tn and chunks of kc rows."""
+    if tn % 32 or kc % 8:
+        raise ValueError(f"TN ({tn}) must be a multiple of 32 and KC ({kc}) of 8")
+    ptx = build(ctx, PATH, {"TN": tn, "KC": kc}).binaries[0].decode("utf-8", "replace")
+    text = rewrite(ptx, sync)
+    prog = cl.Program(ctx, [device], [text.encode() + b"\x00"]).build(devices=[device])
+    return prog, text
+
+
+def xtx(queue, prog, x_buf, m, n, c_buf, tn=128, kc=32):
+    """Launch C = X'X (all n x n entries) for X (m x n, float32) in x_buf; its event."""
+    if m % kc or n % 64 or n % tn:
+        raise ValueError(f"m ({m}) must be a multiple of KC ({kc}), n ({n}) of 64 and of TN ({tn})")
+    launch.check(queue.device, WARP_GROUP)
+    kern = cl.Kernel(prog, "wgmma_xtx")
+    return kern(queue, (n // tn * WARP_GROUP, n // 64), (WARP_GROUP, 1), x_buf, np.int32(m), np.int32(n),
+                c_buf, np.uint32(0))

@@ -1,0 +1,73 @@
+// C = X'X in TF32 on Hopper's warp-group MMA (wgmma), a first tile kernel for
+// tools/probe_wgmma_xtx.py. NVIDIA's OpenCL compiler refuses wgmma (sm_90a), so the
+// instructions are PTX comments here, markers that gpubook.wgmma rewrites in the
+// compiler's PTX before handing it to the driver as a program binary for sm_90a:
+//   WG_FENCE_PROXY        fence.proxy.async (local stores, then wgmma's reads)
+//   WG_FENCE              wgmma.fence (before the first wgmma of a chunk)
+//   WG_MMA d0..d15 a b z  one wgmma m64n32k8 TF32: d += A B' (A: 64 rows, B: 32 rows,
+//                         both 8 terms, K-major in local memory, through descriptors a, b)
+//   WG_COMMIT_WAIT        wgmma.commit_group and wait_group 0 (a chunk's products done)
+// X is m x n, row-major, float32. A work-group of one warp group (128 work-items) owns
+// a 64 x TN tile of C (rows i0.., columns j0..): per chunk of KC rows of X it copies
+// X[k][i0 + r] and X[k][j0 + r] into local memory as core matrices (8 rows r x 4 terms
+// k, 16 bytes a row: along k 128 bytes apart, along r KC * 32 bytes), then runs KC / 8
+// k-steps of TN / 32 wgmma each. Work-item t of warp w, lane l, holds C's rows 16 w +
+// l / 4 and + 8, columns 8 c + 2 (l % 4) and + 1 for each block of 8 columns c.
+// Build options: TN (a multiple of 32), KC (a multiple of 8), m a multiple of KC, n
+// of 64 and of TN (the probe's sizes).
+#define TM 64
+#define NB (TN / 32)
+#define CORE(r, k) (((r) % 8) * 4 + (k) % 4 + ((k) / 4) * 32 + ((r) / 8) * (KC * 8))
+#define SBO (KC * 32)
+
+inline ulong descriptor(const uint address)
+{
+    return (ulong)((address & 0x3FFFF) >> 4) | ((ulong)(128 >> 4) << 16) | ((ulong)(SBO >> 4) << 32);
+}
+
+__kernel __attribute__((reqd_work_group_size(128, 1, 1)))
+void wgmma_xtx(__global const float *restrict x, const int m, const int n, __global float *restrict c,
+               const uint zero)
+{
+    __local float sa[TM * KC] __attribute__((aligned(1024)));
+    __local float sb[TN * KC] __attribute__((aligned(1024)));
+    const int t = get_local_id(0), warp = t / 32, lane = t % 32;
+    const int i0 = get_group_id(1) * TM, j0 = get_group_id(0) * TN;
+    const uint base_a = (uint)(ulong)sa, base_b = (uint)(ulong)sb;
+    float acc[TN / 2];
+#pragma unroll
+    for (int v = 0; v < TN / 2; ++v)
+        acc[v] = 0.0f;
+    for (int k0 = 0; k0 < m; k0 += KC) {
+        for (int e = t; e < KC * TM; e += 128)
+            sa[CORE(e % TM, e / TM)] = x[(size_t)(k0 + e / TM) * n + i0 + e % TM];
+        for (int e = t; e < KC * TN; e += 128)
+            sb[CORE(e % TN, e / TN)] = x[(size_t)(k0 + e / TN) * n + j0 + e % TN];
+        asm volatile("// WG_FENCE_PROXY" ::: "memory");
+        barrier(CLK_LOCAL_MEM_FENCE);
+        asm volatile("// WG_FENCE" ::: "memory");
+#pragma unroll
+        for (int s = 0; s < KC / 8; ++s) {
+            const ulong da = descriptor(base_a + s * 256);
+#pragma unroll
+            for (int q = 0; q < NB; ++q) {
+                const ulong db = descriptor(base_b + q * 4 * SBO + s * 256);
+                float *d = acc + 16 * q;
+                asm volatile("// WG_MMA %0 %1 %2 %3 %4 %5 %6 %7 %8 %9 %10 %11 %12 %13 %14 %15 %16 %17 %18"
+                             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                               "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                               "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+                             : "l"(da), "l"(db), "r"(1u - zero)
+                             : "memory");
+            }
+        }
+        asm volatile("// WG_COMMIT_WAIT" ::: "memory");
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+#pragma unroll
+    for (int v = 0; v < TN / 2; ++v) {
+        const int row = i0 + 16 * warp + lane / 4 + 8 * (v % 4 / 2);
+        const int col = j0 + 8 * (v / 4) + 2 * (lane % 4) + v % 2;
+        c[(size_t)row * n + col] = acc[v];
+    }
+}
