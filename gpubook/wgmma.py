@@ -49,11 +49,12 @@ def rewrite(ptx, sync=True):
     return "\n".join(out) + "\n"
 
 
-def program(ctx, device, tn=128, kc=32, sync=True):
-    """(the built program, its rewritten PTX) for tiles of 64 x tn and chunks of kc rows."""
+def program(ctx, device, tn=128, kc=32, sync=True, vec=False):
+    """(the built program, its rewritten PTX) for tiles of 64 x tn and chunks of kc rows;
+    vec: the copy to local memory four rows at a time (wgmma_xtx.cl's VEC)."""
     if tn % 32 or kc % 8:
         raise ValueError(f"TN ({tn}) must be a multiple of 32 and KC ({kc}) of 8")
-    ptx = build(ctx, PATH, {"TN": tn, "KC": kc}).binaries[0].decode("utf-8", "replace")
+    ptx = build(ctx, PATH, {"TN": tn, "KC": kc, "VEC": int(vec)}).binaries[0].decode("utf-8", "replace")
     text = rewrite(ptx, sync)
     prog = cl.Program(ctx, [device], [text.encode() + b"\x00"]).build(devices=[device])
     return prog, text

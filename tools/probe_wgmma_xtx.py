@@ -17,8 +17,9 @@ sys.path.insert(0, __file__.rsplit("/", 2)[0])
 import gpubook as gb  # noqa: E402
 from gpubook import ptx_probe, wgmma  # noqa: E402
 
-VARIANTS = [(128, 32, True), (128, 32, False), (64, 32, False), (128, 16, False), (256, 16, False),
-            (256, 32, False)]
+# (TN, KC, each wgmma waited for, the copy four rows at a time)
+VARIANTS = [(128, 32, False, False), (128, 32, False, True), (128, 64, False, True), (256, 32, False, True),
+            (128, 16, False, True), (128, 32, True, True)]
 
 
 def main():
@@ -38,16 +39,17 @@ def main():
                                                                                       ("big", big))}
     out = {k: cl.Buffer(ctx, mf.READ_WRITE, 4 * n * n) for k, n in (("small", 256), ("big", big_n))}
     print(f"{device.name.strip()}: X'X on wgmma m64n32k8 TF32", flush=True)
-    for tn, kc, sync in VARIANTS:
-        name = f"64 x {tn} tiles, chunks of {kc} rows, {'each wgmma waited for' if sync else 'a chunk at once'}"
+    for tn, kc, sync, vec in VARIANTS:
+        name = (f"64 x {tn} tiles, chunks of {kc} rows, {'each wgmma waited for' if sync else 'a chunk at once'}"
+                + (", four rows a copy" if vec else ""))
         try:
-            prog, text = wgmma.program(ctx, device, tn, kc, sync)
+            prog, text = wgmma.program(ctx, device, tn, kc, sync, vec)
         except (cl.RuntimeError, cl.LogicError, gb.KernelBuildError) as err:
             print(f"  {name}: build failed: {ptx_probe.first_error(str(err))}", flush=True)
             continue
         if args.ptx:
             args.ptx.mkdir(parents=True, exist_ok=True)
-            (args.ptx / f"wgmma_xtx_{tn}_{kc}_{int(sync)}.ptx").write_text(text)
+            (args.ptx / f"wgmma_xtx_{tn}_{kc}_{int(sync)}_{int(vec)}.ptx").write_text(text)
         wgmma.xtx(queue, prog, bufs["small"], 512, 256, out["small"], tn, kc).wait()
         got = np.empty((256, 256), np.float32)
         cl.enqueue_copy(queue, got, out["small"])

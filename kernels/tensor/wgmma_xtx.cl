@@ -13,8 +13,12 @@
 // k, 16 bytes a row: along k 128 bytes apart, along r KC * 32 bytes), then runs KC / 8
 // k-steps of TN / 32 wgmma each. Work-item t of warp w, lane l, holds C's rows 16 w +
 // l / 4 and + 8, columns 8 c + 2 (l % 4) and + 1 for each block of 8 columns c.
-// Build options: TN (a multiple of 32), KC (a multiple of 8), m a multiple of KC, n
-// of 64 and of TN (the probe's sizes).
+// Build options: TN (a multiple of 32), KC (a multiple of 8), VEC (1: each work-item
+// copies four rows k of a column at once, one 16-byte local store; default 0); m a
+// multiple of KC, n of 64 and of TN (the probe's sizes).
+#ifndef VEC
+#define VEC 0
+#endif
 #define TM 64
 #define NB (TN / 32)
 #define CORE(r, k) (((r) % 8) * 4 + (k) % 4 + ((k) / 4) * 32 + ((r) / 8) * (KC * 8))
@@ -39,10 +43,22 @@ void wgmma_xtx(__global const float *restrict x, const int m, const int n, __glo
     for (int v = 0; v < TN / 2; ++v)
         acc[v] = 0.0f;
     for (int k0 = 0; k0 < m; k0 += KC) {
+#if VEC
+        // four rows k of one column r each: four loads, one 16-byte store
+        for (int e = t; e < KC / 4 * TM; e += 128) {
+            __global const float *p = x + (size_t)(k0 + e / TM * 4) * n + i0 + e % TM;
+            *(__local float4 *)(sa + CORE(e % TM, e / TM * 4)) = (float4)(p[0], p[n], p[2 * n], p[3 * n]);
+        }
+        for (int e = t; e < KC / 4 * TN; e += 128) {
+            __global const float *p = x + (size_t)(k0 + e / TN * 4) * n + j0 + e % TN;
+            *(__local float4 *)(sb + CORE(e % TN, e / TN * 4)) = (float4)(p[0], p[n], p[2 * n], p[3 * n]);
+        }
+#else
         for (int e = t; e < KC * TM; e += 128)
             sa[CORE(e % TM, e / TM)] = x[(size_t)(k0 + e / TM) * n + i0 + e % TM];
         for (int e = t; e < KC * TN; e += 128)
             sb[CORE(e % TN, e / TN)] = x[(size_t)(k0 + e / TN) * n + j0 + e % TN];
+#endif
         asm volatile("// WG_FENCE_PROXY" ::: "memory");
         barrier(CLK_LOCAL_MEM_FENCE);
         asm volatile("// WG_FENCE" ::: "memory");
