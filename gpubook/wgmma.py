@@ -51,7 +51,8 @@ def rewrite(ptx, sync=True):
 
 def program(ctx, device, tn=128, kc=32, sync=True, vec=False):
     """(the built program, its rewritten PTX) for tiles of 64 x tn and chunks of kc rows;
-    vec: the copy to local memory four rows at a time (wgmma_xtx.cl's VEC)."""
+    vec: the copy to local memory four rows at a time (1), or in blocks of 4 x 4 (2)
+    (wgmma_xtx.cl's VEC)."""
     if tn % 32 or kc % 8:
         raise ValueError(f"TN ({tn}) must be a multiple of 32 and KC ({kc}) of 8")
     ptx = build(ctx, PATH, {"TN": tn, "KC": kc, "VEC": int(vec)}).binaries[0].decode("utf-8", "replace")

@@ -98,3 +98,22 @@ def test_the_product_probe_says_so_on_a_device_not_nvidias(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["probe_wgmma_product.py"])
     assert probe_wgmma_product.main() == 0
     assert "is not an NVIDIA device: wgmma does not apply" in capsys.readouterr().out
+
+
+def test_the_tile_kernels_markers_become_wgmma_waited_for_or_by_the_chunk():
+    from gpubook import wgmma
+
+    regs = " ".join(f"%f{i}" for i in range(1, 17))
+    ptx = (".version 8.5\n.target sm_90, texmode_independent\n\t// WG_FENCE_PROXY\n\t// WG_FENCE\n"
+           f"\t// WG_MMA {regs} %rd7 %rd8 %r3\n\t// WG_MMA {regs} %rd9 %rd8 %r3\n\t// WG_COMMIT_WAIT\n\x00")
+    for sync in (True, False):
+        text = wgmma.rewrite(ptx, sync)
+        assert ".target sm_90a" in text and "WG_" not in text and "fence.proxy.async.shared::cta;" in text
+        assert text.count("wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {%f1, %f2,") == 2
+        assert text.count("wgmma.fence.sync.aligned;") == (2 if sync else 1)
+        assert text.count("wgmma.wait_group.sync.aligned 0;") == (2 if sync else 1)
+        assert text.index("wgmma.fence") < text.index("wgmma.mma_async") < text.rindex("wgmma.wait_group")
+    with pytest.raises(ValueError, match="not 19"):
+        wgmma.rewrite(ptx.replace(" %r3\n\t// WG_COMMIT", "\n\t// WG_COMMIT"))
+    with pytest.raises(ValueError, match="multiple of 32"):
+        wgmma.program(None, None, tn=48)

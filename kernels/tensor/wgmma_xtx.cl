@@ -14,7 +14,8 @@
 // k-steps of TN / 32 wgmma each. Work-item t of warp w, lane l, holds C's rows 16 w +
 // l / 4 and + 8, columns 8 c + 2 (l % 4) and + 1 for each block of 8 columns c.
 // Build options: TN (a multiple of 32), KC (a multiple of 8), VEC (1: each work-item
-// copies four rows k of a column at once, one 16-byte local store; default 0); m a
+// copies four rows k of a column at once, one 16-byte local store; 2: a 4 x 4 block,
+// 16-byte loads too; default 0); m a
 // multiple of KC, n of 64 and of TN (the probe's sizes).
 #ifndef VEC
 #define VEC 0
@@ -27,6 +28,32 @@
 inline ulong descriptor(const uint address)
 {
     return (ulong)((address & 0x3FFFF) >> 4) | ((ulong)(128 >> 4) << 16) | ((ulong)(SBO >> 4) << 32);
+}
+
+inline float pick(const float4 v, const int i)
+{
+    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+// VEC=2: a block of 4 rows k x 4 columns r per work-item, four 16-byte loads and four
+// 16-byte stores (one per column, its 4 terms k). The columns go in an order rotated
+// by (e / 2) % 4, so that 8 neighbouring work-items store to 8 different 16-byte slots
+// of the 128 bytes that the banks span, where in plain order they would share 2.
+static void copy_block(__local float *s, __global const float *x, const int n, const int k0, const int c0,
+                       const int t, const int width)
+{
+    for (int e = t; e < KC / 4 * width / 4; e += 128) {
+        const int r = e % (width / 4) * 4, k = e / (width / 4) * 4, rot = e / 2 % 4;
+        __global const float *p = x + (size_t)(k0 + k) * n + c0 + r;
+        const float4 v0 = vload4(0, p), v1 = vload4(0, p + n), v2 = vload4(0, p + 2 * n),
+                     v3 = vload4(0, p + 3 * n);
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            const int col = (q + rot) % 4;
+            *(__local float4 *)(s + CORE(r + col, k)) =
+                    (float4)(pick(v0, col), pick(v1, col), pick(v2, col), pick(v3, col));
+        }
+    }
 }
 
 __kernel __attribute__((reqd_work_group_size(128, 1, 1)))
@@ -43,7 +70,10 @@ void wgmma_xtx(__global const float *restrict x, const int m, const int n, __glo
     for (int v = 0; v < TN / 2; ++v)
         acc[v] = 0.0f;
     for (int k0 = 0; k0 < m; k0 += KC) {
-#if VEC
+#if VEC == 2
+        copy_block(sa, x, n, k0, i0, t, TM);
+        copy_block(sb, x, n, k0, j0, t, TN);
+#elif VEC
         // four rows k of one column r each: four loads, one 16-byte store
         for (int e = t; e < KC / 4 * TM; e += 128) {
             __global const float *p = x + (size_t)(k0 + e / TM * 4) * n + i0 + e % TM;
