@@ -11,7 +11,8 @@ rows took 113.5 ms (39 TFLOP/s) copying X one float at a time, and 47.4 ms (93 T
 four rows at a time (VEC); waiting for each wgmma gave the same 47.3 ms, so the copy
 into local memory, not the tensor cores, sets the pace. Chunks of 64 rows took 48.2 ms,
 of 16 rows 53.4 ms, and 64 x 256 tiles 55.9 ms. For comparison, part 6.3's mma.sync
-kernel computes the lower half of the same C in about 22.5 ms.
+kernel computes the lower half of the same C in about 22.5 ms. The copy in 4 x 4
+blocks (VEC=2, the variants below) was written after that run and has not run on a GPU.
 
     PYOPENCL_CTX=0 python3 tools/probe_wgmma_xtx.py [--ptx DIR]"""
 import argparse
