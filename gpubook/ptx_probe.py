@@ -246,25 +246,30 @@ def fragment(d):
     return out
 
 
-def wgmma_product(device, ptx_dir=None):
+def wgmma_product(device, ptx_dir=None, emulate=False):
     """(PRODUCT, 'built' or 'refused', what the run gave): kernels/tensor/wgmma_probe.cl
     built as OpenCL C, its PTX rewritten (with_wgmma) and built as a program binary, then
     run on one warp group on A (64 x 8) and B (8 x 8) of small integers, exact in TF32,
     and its D compared with NumPy's A B'. In a context of its own, so that a failed
-    launch leaves the caller's intact. ptx_dir: write both PTX texts there."""
+    launch leaves the caller's intact. ptx_dir: write both PTX texts there. emulate: the
+    kernel as any device builds it (NV_PTX=0, D from local memory by the work-items),
+    which checks the host's layouts on a CPU."""
     from .kernels import build
 
     ctx = cl.Context([device])
     queue = cl.CommandQueue(ctx)
-    ptx = build(ctx, "tensor/wgmma_probe.cl").binaries[0].decode("utf-8", "replace")
-    text = with_wgmma(ptx)
-    if ptx_dir is not None:
-        (ptx_dir / "wgmma_probe.ptx").write_text(ptx.rstrip("\x00"))
-        (ptx_dir / "wgmma_probe_sm90a.ptx").write_text(text)
-    try:
-        prog = cl.Program(ctx, [device], [text.encode() + b"\x00"]).build(devices=[device])
-    except (cl.RuntimeError, cl.LogicError) as err:
-        return PRODUCT, "refused", first_error(str(err))
+    if emulate:
+        prog = build(ctx, "tensor/wgmma_probe.cl")
+    else:
+        ptx = build(ctx, "tensor/wgmma_probe.cl", {"NV_PTX": 1}).binaries[0].decode("utf-8", "replace")
+        text = with_wgmma(ptx)
+        if ptx_dir is not None:
+            (ptx_dir / "wgmma_probe.ptx").write_text(ptx.rstrip("\x00"))
+            (ptx_dir / "wgmma_probe_sm90a.ptx").write_text(text)
+        try:
+            prog = cl.Program(ctx, [device], [text.encode() + b"\x00"]).build(devices=[device])
+        except (cl.RuntimeError, cl.LogicError) as err:
+            return PRODUCT, "refused", first_error(str(err))
     rng = np.random.default_rng(1)
     a, b = (rng.integers(-4, 5, (rows, 8)).astype(np.float32) for rows in (64, 8))
     mf = cl.mem_flags

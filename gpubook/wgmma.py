@@ -55,13 +55,17 @@ def rewrite(ptx, sync=True):
     return "\n".join(out) + "\n"
 
 
-def program(ctx, device, tn=128, kc=32, sync=True, vec=False):
+def program(ctx, device, tn=128, kc=32, sync=True, vec=False, emulate=False):
     """(the built program, its rewritten PTX) for tiles of 64 x tn and chunks of kc rows;
     vec: the copy to local memory four rows at a time (1), or in blocks of 4 x 4 (2)
-    (wgmma_xtx.cl's VEC)."""
+    (wgmma_xtx.cl's VEC). emulate: the kernel as any device builds it (NV_PTX=0: each
+    product computed by the work-items from local memory), and no PTX ('')."""
     if tn % 32 or kc % 8:
         raise ValueError(f"TN ({tn}) must be a multiple of 32 and KC ({kc}) of 8")
-    ptx = build(ctx, PATH, {"TN": tn, "KC": kc, "VEC": int(vec)}).binaries[0].decode("utf-8", "replace")
+    defines = {"TN": tn, "KC": kc, "VEC": int(vec), "NV_PTX": int(not emulate)}
+    if emulate:
+        return build(ctx, PATH, defines), ""
+    ptx = build(ctx, PATH, defines).binaries[0].decode("utf-8", "replace")
     text = rewrite(ptx, sync)
     prog = cl.Program(ctx, [device], [text.encode() + b"\x00"]).build(devices=[device])
     return prog, text

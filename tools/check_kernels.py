@@ -91,6 +91,12 @@ CASES = {
     # memory): offsets, edges, chunks and A read the other way round
     "dmma-emulated": ["tests/test_dmma.py::test_product_matches_numpy[5-40-53-12-m16n8k4]",
                       "tests/test_dmma.py::test_a_given_the_other_way_round[5-40-53-12-one stage, 4 across]"],
+    # the wgmma kernels as every device builds them (NV_PTX=0: the products from local
+    # memory), with the host's layouts: the copy in each of its three ways
+    "wgmma-emulated": ["tests/test_probe_wgmma.py::test_the_wgmma_product_emulated_matches_numpy_through_the_hosts_layouts",
+                       "tests/test_probe_wgmma.py::test_the_wgmma_tiles_emulated_give_x_transpose_x[64-8-0]",
+                       "tests/test_probe_wgmma.py::test_the_wgmma_tiles_emulated_give_x_transpose_x[128-16-1]",
+                       "tests/test_probe_wgmma.py::test_the_wgmma_tiles_emulated_give_x_transpose_x[96-16-2]"],
 }
 
 # name -> the kernel files (under kernels/) each case builds, as GPUBOOK_KERNEL_LOG
@@ -138,6 +144,7 @@ BUILDS = {
     "multi": COVARIANCE,
     "multi-partials": ["multi/partials.cl"],
     "dmma-emulated": ["tensor/mma.cl", "tensor/dmma_tiles.cl"],
+    "wgmma-emulated": ["tensor/wgmma_probe.cl", "tensor/wgmma_xtx.cl"],
 }
 
 # The subset CI may run: cases that were clean here, about 3-12 s each.
@@ -149,10 +156,6 @@ NOT_RUN = {
     "tensor/check.cl": "NVIDIA only: mma.sync through inline PTX (its EMULATE=1 path is a test double)",
     "tensor/peak.cl": "NVIDIA only: mma.sync peak loop through inline PTX",
     "tensor/xtx_tf32.cl": "NVIDIA only: mma.sync, cp.async and red.global through inline PTX",
-    "tensor/wgmma_probe.cl": "NVIDIA Hopper only: one wgmma, its PTX rewritten for sm_90a "
-                             "(tools/probe_wgmma_product.py)",
-    "tensor/wgmma_xtx.cl": "NVIDIA Hopper only: wgmma tiles, their PTX rewritten for sm_90a "
-                           "(gpubook.wgmma, tools/probe_wgmma_xtx.py)",
 }
 
 def kernel_files():

@@ -20,6 +20,12 @@
 #ifndef VEC
 #define VEC 0
 #endif
+// NV_PTX=0 (any device, the default): the markers are left out and each wgmma's
+// product is computed from local memory by the work-item itself (wgmma_emulated),
+// so that a CPU checks the tiles, the copy and the fragment layout.
+#ifndef NV_PTX
+#define NV_PTX 0
+#endif
 #define TM 64
 #define NB (TN / 32)
 #define CORE(r, k) (((r) % 8) * 4 + (k) % 4 + ((k) / 4) * 32 + ((r) / 8) * (KC * 8))
@@ -28,6 +34,21 @@
 inline ulong descriptor(const uint address)
 {
     return (ulong)((address & 0x3FFFF) >> 4) | ((ulong)(128 >> 4) << 16) | ((ulong)(SBO >> 4) << 32);
+}
+
+// What one m64n32k8 wgmma adds to a work-item's 16 values d (k-step s, columns
+// 32 q ..), from the same local memory, in float32.
+static void wgmma_emulated(float *d, __local const float *sa, __local const float *sb, const int s,
+                           const int q, const int warp, const int lane)
+{
+    for (int v = 0; v < 16; ++v) {
+        const int row = 16 * warp + lane / 4 + 8 * (v % 4 / 2);
+        const int col = 32 * q + 8 * (v / 4) + 2 * (lane % 4) + v % 2;
+        float sum = d[v];
+        for (int kk = 0; kk < 8; ++kk)
+            sum = fma(sa[CORE(row, 8 * s + kk)], sb[CORE(col, 8 * s + kk)], sum);
+        d[v] = sum;
+    }
 }
 
 inline float pick(const float4 v, const int i)
@@ -89,9 +110,13 @@ void wgmma_xtx(__global const float *restrict x, const int m, const int n, __glo
         for (int e = t; e < KC * TN; e += 128)
             sb[CORE(e % TN, e / TN)] = x[(size_t)(k0 + e / TN) * n + j0 + e % TN];
 #endif
+#if NV_PTX
         asm volatile("// WG_FENCE_PROXY" ::: "memory");
+#endif
         barrier(CLK_LOCAL_MEM_FENCE);
+#if NV_PTX
         asm volatile("// WG_FENCE" ::: "memory");
+#endif
 #pragma unroll
         for (int s = 0; s < KC / 8; ++s) {
             const ulong da = descriptor(base_a + s * 256);
@@ -99,15 +124,21 @@ void wgmma_xtx(__global const float *restrict x, const int m, const int n, __glo
             for (int q = 0; q < NB; ++q) {
                 const ulong db = descriptor(base_b + q * 4 * SBO + s * 256);
                 float *d = acc + 16 * q;
+#if NV_PTX
                 asm volatile("// WG_MMA %0 %1 %2 %3 %4 %5 %6 %7 %8 %9 %10 %11 %12 %13 %14 %15 %16 %17 %18"
                              : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
                                "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
                                "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
                              : "l"(da), "l"(db), "r"(1u - zero)
                              : "memory");
+#else
+                wgmma_emulated(d, sa, sb, s, q, warp, lane);
+#endif
             }
         }
+#if NV_PTX
         asm volatile("// WG_COMMIT_WAIT" ::: "memory");
+#endif
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 #pragma unroll
