@@ -9,7 +9,7 @@ tools/probe_wgmma.py runs it from the shell."""
 import numpy as np
 import pyopencl as cl
 
-from . import launch
+from . import launch, wgmma
 
 WARP_GROUP = 128   # the work-items that issue one wgmma together (four warps)
 
@@ -191,32 +191,6 @@ WGMMA_PTX = ("{\n\t.reg .f32 f<4>;\n\t.reg .pred p;\n\tsetp.ne.b32 p, %r1, 0;\n"
              "\twgmma.commit_group.sync.aligned;\n\twgmma.wait_group.sync.aligned 0;\n\t}")
 
 
-def to_sm90a(ptx):
-    """NVIDIA's PTX (text, its NUL dropped) with its `.target sm_90` line set to sm_90a."""
-    ptx = ptx.rstrip("\x00")
-    target = next((ln.strip() for ln in ptx.splitlines() if ln.strip().startswith(".target")), "")
-    return ptx.replace(target, target.replace("sm_90", "sm_90a", 1), 1) if target else ptx
-
-
-def with_wgmma(ptx):
-    """PTX of kernels/tensor/wgmma_probe.cl with its markers replaced: FENCE_PROXY by
-    fence.proxy.async, WGMMA d0 d1 d2 d3 desc_a desc_b zero (registers, as the compiler
-    filled them in) by one m64n8k8 TF32 wgmma with D = A B' and its waits."""
-    out = []
-    for ln in to_sm90a(ptx).splitlines():
-        words = ln.split()
-        if words[:2] == ["//", "FENCE_PROXY"]:
-            out.append("\tfence.proxy.async.shared::cta;")
-        elif words[:2] == ["//", "WGMMA"] and len(words) == 9:
-            d, da, db, zero = words[2:6], words[6], words[7], words[8]
-            out += ["\t{", "\t.reg .pred p;", f"\tsetp.ne.b32 p, {zero}, 0;", "\twgmma.fence.sync.aligned;",
-                    f"\twgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32 {{{', '.join(d)}}}, {da}, {db}, p, 1, 1;",
-                    "\twgmma.commit_group.sync.aligned;", "\twgmma.wait_group.sync.aligned 0;", "\t}"]
-        else:
-            out.append(ln)
-    return "\n".join(out) + "\n"
-
-
 # A wgmma operand in local memory, K-major (rows of 8 TF32 terms) in core matrices of
 # 8 rows x 16 bytes: along K 128 bytes apart, along M (or N) 256 bytes apart. The
 # descriptors give these as the leading and the stride byte offsets; on an H200
@@ -248,7 +222,7 @@ def fragment(d):
 
 def wgmma_product(device, ptx_dir=None, emulate=False):
     """(PRODUCT, 'built' or 'refused', what the run gave): kernels/tensor/wgmma_probe.cl
-    built as OpenCL C, its PTX rewritten (with_wgmma) and built as a program binary, then
+    built as OpenCL C, its PTX rewritten (gpubook.wgmma.rewrite) and built as a program binary, then
     run on one warp group on A (64 x 8) and B (8 x 8) of small integers, exact in TF32,
     and its D compared with NumPy's A B'. In a context of its own, so that a failed
     launch leaves the caller's intact. ptx_dir: write both PTX texts there. emulate: the
@@ -262,7 +236,7 @@ def wgmma_product(device, ptx_dir=None, emulate=False):
         prog = build(ctx, "tensor/wgmma_probe.cl")
     else:
         ptx = build(ctx, "tensor/wgmma_probe.cl", {"NV_PTX": 1}).binaries[0].decode("utf-8", "replace")
-        text = with_wgmma(ptx)
+        text = wgmma.rewrite(ptx, sync=True)
         if ptx_dir is not None:
             (ptx_dir / "wgmma_probe.ptx").write_text(ptx.rstrip("\x00"))
             (ptx_dir / "wgmma_probe_sm90a.ptx").write_text(text)
@@ -302,7 +276,7 @@ def from_binary(ctx, device, queue=None):
     target = ptx_target(program.binaries[0])
     if "sm_90" not in target.split(",")[0].split():    # Hopper's PTX only: sm_90a is its target
         return []
-    retarget = to_sm90a(ptx)
+    retarget = wgmma.to_sm90a(ptx)
     rows, built = [], {}
     for what, text, to_run in (("its own PTX, .target sm_90a", retarget, True),
                                ("with wgmma.fence, .target sm_90a",

@@ -22,14 +22,22 @@ import pyopencl as cl
 
 from . import launch
 from .kernels import build
-from .ptx_probe import to_sm90a
 
 PATH = "tensor/wgmma_xtx.cl"
 WARP_GROUP = 128
 
 
+def to_sm90a(ptx):
+    """NVIDIA's PTX (text, its NUL dropped) with its `.target sm_90` line set to sm_90a."""
+    ptx = ptx.rstrip("\x00")
+    target = next((ln.strip() for ln in ptx.splitlines() if ln.strip().startswith(".target")), "")
+    return ptx.replace(target, target.replace("sm_90", "sm_90a", 1), 1) if target else ptx
+
+
 def rewrite(ptx, sync=True):
-    """The PTX of wgmma_xtx.cl with its markers made instructions, for sm_90a."""
+    """PTX with its markers made instructions, for sm_90a (wgmma_xtx.cl's, and
+    wgmma_probe.cl's): WG_MMA's shape is m64nNk8 with N twice its count of
+    accumulator registers (4 in the probe, 16 in the tiles)."""
     out = []
     for ln in to_sm90a(ptx).splitlines():
         words = ln.split()
@@ -41,11 +49,12 @@ def rewrite(ptx, sync=True):
         elif mark == "WG_COMMIT_WAIT":
             out += [] if sync else ["\twgmma.commit_group.sync.aligned;", "\twgmma.wait_group.sync.aligned 0;"]
         elif mark == "WG_MMA":
-            if len(words) != 21:
-                raise ValueError(f"a WG_MMA marker with {len(words) - 2} operands, not 19: {ln.strip()}")
-            d, a, b, z = words[2:18], words[18], words[19], words[20]
-            mma = (f"\twgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {{{', '.join(d)}}}, {a}, {b}, "
-                   "p, 1, 1;")
+            d, (a, b, z) = words[2:-3], words[-3:]
+            if len(words) < 9 or len(d) % 4:
+                raise ValueError(f"a WG_MMA marker needs 4, 8, ... accumulators and 3 more operands, "
+                                 f"not {len(words) - 2}: {ln.strip()}")
+            mma = (f"\twgmma.mma_async.sync.aligned.m64n{2 * len(d)}k8.f32.tf32.tf32 {{{', '.join(d)}}}, "
+                   f"{a}, {b}, p, 1, 1;")
             out += ["\t{", "\t.reg .pred p;", f"\tsetp.ne.b32 p, {z}, 0;"]
             out += (["\twgmma.fence.sync.aligned;", mma, "\twgmma.commit_group.sync.aligned;",
                      "\twgmma.wait_group.sync.aligned 0;"] if sync else [mma])

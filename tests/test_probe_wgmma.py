@@ -47,13 +47,15 @@ def test_a_device_not_nvidias_builds_nothing(monkeypatch, capsys):
         assert "is not an NVIDIA device: inline PTX does not apply, nothing built" in out
 
 
-def test_with_wgmma_turns_the_markers_into_the_instructions_for_sm90a():
+def test_the_probes_markers_become_one_m64n8k8_wgmma_for_sm90a():
+    from gpubook import wgmma
+
     ptx = ("//\n.version 8.5\n.target sm_90, texmode_independent\n"
-           "\t// begin inline asm\n\t// FENCE_PROXY\n\t// end inline asm\n"
-           "\t// begin inline asm\n\t// WGMMA %f1 %f2 %f3 %f4 %rd7 %rd8 %r3\n\t// end inline asm\n\x00")
-    text = ptx_probe.with_wgmma(ptx)
+           "\t// begin inline asm\n\t// WG_FENCE_PROXY\n\t// end inline asm\n"
+           "\t// begin inline asm\n\t// WG_MMA %f1 %f2 %f3 %f4 %rd7 %rd8 %r3\n\t// end inline asm\n\x00")
+    text = wgmma.rewrite(ptx, sync=True)
     assert ".target sm_90a, texmode_independent" in text and "\x00" not in text
-    assert "FENCE_PROXY" not in text and "WGMMA" not in text
+    assert "WG_" not in text
     assert "fence.proxy.async.shared::cta;" in text
     assert ("wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32 {%f1, %f2, %f3, %f4}, %rd7, %rd8, p, 1, 1;"
             in text)
@@ -113,7 +115,7 @@ def test_the_tile_kernels_markers_become_wgmma_waited_for_or_by_the_chunk():
         assert text.count("wgmma.fence.sync.aligned;") == (2 if sync else 1)
         assert text.count("wgmma.wait_group.sync.aligned 0;") == (2 if sync else 1)
         assert text.index("wgmma.fence") < text.index("wgmma.mma_async") < text.rindex("wgmma.wait_group")
-    with pytest.raises(ValueError, match="not 19"):
+    with pytest.raises(ValueError, match="4, 8, ... accumulators"):
         wgmma.rewrite(ptx.replace(" %r3\n\t// WG_COMMIT", "\n\t// WG_COMMIT"))
     with pytest.raises(ValueError, match="multiple of 32"):
         wgmma.program(None, None, tn=48)

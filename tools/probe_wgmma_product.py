@@ -1,6 +1,6 @@
 """One Hopper wgmma product from an OpenCL program, checked against NumPy
 (gpubook.ptx_probe.wgmma_product): kernels/tensor/wgmma_probe.cl is built as OpenCL C
-(its markers are PTX comments), its PTX rewritten by ptx_probe.with_wgmma (target
+(its markers are PTX comments), its PTX rewritten by gpubook.wgmma.rewrite (target
 sm_90a, the markers made fence.proxy.async and one m64n8k8 TF32 wgmma.mma_async), and
 the result handed to the driver as a program binary, then run on one warp group of 128
 work-items on operands of small integers, exact in TF32.

@@ -2,12 +2,13 @@
 // tools/probe_wgmma_product.py: whether an OpenCL program can reach wgmma at all.
 // NVIDIA's OpenCL compiler targets sm_90 and refuses wgmma (an sm_90a instruction),
 // so this source holds two markers, PTX comments that the compiler passes through
-// with their operands' registers filled in; gpubook.ptx_probe.wgmma_binary then
-// replaces them by the real instructions, sets the PTX's target to sm_90a and hands
-// it to the driver as a program binary.
-//   FENCE_PROXY: after a work-item's stores to local memory, before the barrier
-//                (fence.proxy.async: wgmma reads local memory through the async proxy)
-//   WGMMA d0 d1 d2 d3 desc_a desc_b zero: D = A B' with D's fragment in d0..d3
+// with their operands' registers filled in; gpubook.wgmma.rewrite then replaces
+// them by the real instructions, sets the PTX's target to sm_90a, and
+// gpubook.ptx_probe.wgmma_product hands it to the driver as a program binary.
+//   WG_FENCE_PROXY: after a work-item's stores to local memory, before the barrier
+//                   (fence.proxy.async: wgmma reads local memory through the async proxy)
+//   WG_MMA d0 d1 d2 d3 desc_a desc_b scale: D = A B' (+ D where scale is not 0), D's
+//                   fragment in d0..d3
 // The host lays A (64 x 8) and B (8 x 8, both K-major: rows of 8 terms) out in
 // local memory's image (a_img, b_img, in 8-row x 16-byte core matrices) and gives
 // the descriptors' byte offsets (lbo between core matrices along K, sbo along M or
@@ -41,7 +42,7 @@ void wgmma_probe(__global const float *restrict a_img, __global const float *res
     if (t < 8 * 8)
         sb[t] = b_img[t];
 #if NV_PTX
-    asm volatile("// FENCE_PROXY" ::: "memory");
+    asm volatile("// WG_FENCE_PROXY" ::: "memory");
 #endif
     barrier(CLK_LOCAL_MEM_FENCE);
     const ulong addr_a = (ulong)sa, addr_b = (ulong)sb;
@@ -50,7 +51,7 @@ void wgmma_probe(__global const float *restrict a_img, __global const float *res
     const ulong desc_b = ((addr_b & 0x3FFFF) >> 4) | fields;
     float d0 = 0.0f, d1 = 0.0f, d2 = 0.0f, d3 = 0.0f;
 #if NV_PTX
-    asm volatile("// WGMMA %0 %1 %2 %3 %4 %5 %6"
+    asm volatile("// WG_MMA %0 %1 %2 %3 %4 %5 %6"
                  : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
                  : "l"(desc_a), "l"(desc_b), "r"(zero)
                  : "memory");
