@@ -80,11 +80,13 @@ def program(ctx, device, tn=128, kc=32, sync=True, vec=False, emulate=False):
     return prog, text
 
 
-def xtx(queue, prog, x_buf, m, n, c_buf, tn=128, kc=32):
-    """Launch C = X'X (all n x n entries) for X (m x n, float32) in x_buf; its event."""
+def xtx(queue, prog, x_buf, m, n, c_buf, tn=128, kc=32, lower=False):
+    """Launch C = X'X for X (m x n, float32) in x_buf; its event. All n x n entries, or
+    with lower=True only the tiles that hold the lower triangle (the others left as
+    they were: about half the work)."""
     if m % kc or n % 64 or n % tn:
         raise ValueError(f"m ({m}) must be a multiple of KC ({kc}), n ({n}) of 64 and of TN ({tn})")
     launch.check(queue.device, WARP_GROUP)
     kern = cl.Kernel(prog, "wgmma_xtx")
     return kern(queue, (n // tn * WARP_GROUP, n // 64), (WARP_GROUP, 1), x_buf, np.int32(m), np.int32(n),
-                c_buf, np.uint32(0))
+                c_buf, np.uint32(0), np.int32(bool(lower)))

@@ -151,5 +151,11 @@ def test_the_wgmma_tiles_emulated_give_x_transpose_x(tn, kc, vec):
     got = np.empty((n, n), np.float32)
     cl.enqueue_copy(queue, got, cb)
     assert np.array_equal(got, x.astype(np.float64).T @ x)
+    cl.enqueue_fill_buffer(queue, cb, np.float32(np.nan), 0, 4 * n * n)
+    wgmma.xtx(queue, prog, xb, m, n, cb, tn, kc, lower=True).wait()     # the lower triangle's tiles only
+    cl.enqueue_copy(queue, got, cb)
+    low = np.tril_indices(n)
+    assert np.array_equal(got[low], (x.astype(np.float64).T @ x)[low])
+    assert np.isnan(got[0, -1])                                          # a tile wholly above: not run
     with pytest.raises(ValueError, match="multiple of KC"):
         wgmma.xtx(queue, prog, xb, m + 1, n, cb, tn, kc)

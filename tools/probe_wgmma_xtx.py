@@ -3,7 +3,8 @@ kernels/tensor/wgmma_xtx.cl), against NumPy and timed, for part 6.3's TF32 floor
 each variant (tile width TN, chunk KC, each wgmma waited for or a chunk's issued back
 to back) first on X of 512 x 256 small integers (exact in TF32 and in the float32
 sums: its C must equal NumPy's), then, if equal, on 131,072 x 4,096 (all of C, 2 m n^2
-flops), the median of 5 by the device's events.
+flops), the median of 5 by the device's events, and only the tiles of C's lower
+triangle (lower=True), as part 6.3 needs.
 
 On an H200 (2026-11-28) every variant was exact on the small X and off NumPy by
 1.6e-3 (relative, TF32) on the large one's first row. 64 x 128 tiles with chunks of 32
@@ -12,7 +13,8 @@ four rows at a time (VEC); waiting for each wgmma gave the same 47.3 ms, so the 
 into local memory, not the tensor cores, sets the pace. Chunks of 64 rows took 48.2 ms,
 of 16 rows 53.4 ms, and 64 x 256 tiles 55.9 ms. For comparison, part 6.3's mma.sync
 kernel computes the lower half of the same C in about 22.5 ms. The copy in 4 x 4
-blocks (VEC=2, the variants below) was written after that run and has not run on a GPU.
+blocks (VEC=2, the variants below) and the lower triangle's tiles alone were written
+after that run and have not run on a GPU.
 
     PYOPENCL_CTX=0 python3 tools/probe_wgmma_xtx.py [--ptx DIR]"""
 import argparse
@@ -67,20 +69,23 @@ def main():
             print(f"  {name}: off NumPy by up to {err:g} on the small X (its largest entry "
                   f"{np.abs(want).max():g})", flush=True)
             continue
-        times = []
-        for rep in range(7):
-            ev = wgmma.xtx(queue, prog, bufs["big"], big_m, big_n, out["big"], tn, kc)
-            ev.wait()
-            if rep >= 2:
-                times.append(gb.event_seconds(ev))
-        t = float(np.median(times))
+        def median(lower):
+            times = []
+            for rep in range(7):
+                ev = wgmma.xtx(queue, prog, bufs["big"], big_m, big_n, out["big"], tn, kc, lower=lower)
+                ev.wait()
+                if rep >= 2:
+                    times.append(gb.event_seconds(ev))
+            return float(np.median(times))
+        t_lower = median(True)
+        t = median(False)
         row = np.empty(big_n, np.float32)
         cl.enqueue_copy(queue, row, out["big"])           # C's first row, against NumPy's
         ref = big[:, 0].astype(np.float64) @ big.astype(np.float64)
         rel = float(np.max(np.abs(row - ref)) / np.max(np.abs(ref)))
         print(f"  {name}: exact on the small X; 131,072 x 4,096 in {t * 1e3:.2f} ms, "
               f"{2 * big_m * big_n ** 2 / t / 1e12:.0f} TFLOP/s, first row off NumPy by {rel:.1e} "
-              "(relative)", flush=True)
+              f"(relative); the lower triangle's tiles alone in {t_lower * 1e3:.2f} ms", flush=True)
     return 0
 
 

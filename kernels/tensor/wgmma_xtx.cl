@@ -79,12 +79,14 @@ static void copy_block(__local float *s, __global const float *x, const int n, c
 
 __kernel __attribute__((reqd_work_group_size(128, 1, 1)))
 void wgmma_xtx(__global const float *restrict x, const int m, const int n, __global float *restrict c,
-               const uint zero)
+               const uint zero, const int lower)
 {
     __local float sa[TM * KC] __attribute__((aligned(1024)));
     __local float sb[TN * KC] __attribute__((aligned(1024)));
     const int t = get_local_id(0), warp = t / 32, lane = t % 32;
     const int i0 = get_group_id(1) * TM, j0 = get_group_id(0) * TN;
+    if (lower && j0 >= i0 + TM)     // lower != 0: only the tiles that hold C's lower triangle
+        return;                     // (the whole work-group leaves, before any barrier)
     const uint base_a = (uint)(ulong)sa, base_b = (uint)(ulong)sb;
     float acc[TN / 2];
 #pragma unroll
