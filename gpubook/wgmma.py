@@ -16,7 +16,7 @@ On an H200 (2026-11-28, tools/probe_wgmma_xtx.py) every variant tried was exact
 against NumPy on small integers; the whole 4,096 x 4,096 C of 131,072 rows took 47.4
 ms (93 TFLOP/s) in 64 x 128 tiles with the copy into local memory four rows at a time,
 the same whether each wgmma was waited for or not: the copy sets the pace. The copy
-in 4 x 4 blocks (VEC=2) is checked on PoCL, not yet timed on a GPU."""
+in 4 x 4 blocks (VEC=2) and `lower` are checked on PoCL, not yet timed on a GPU."""
 import numpy as np
 import pyopencl as cl
 
