@@ -34,15 +34,39 @@ def to_sm90a(ptx):
     return ptx.replace(target, target.replace("sm_90", "sm_90a", 1), 1) if target else ptx
 
 
+def _mma(d, a, b, z, sync):
+    mma = (f"\twgmma.mma_async.sync.aligned.m64n{2 * len(d)}k8.f32.tf32.tf32 {{{', '.join(d)}}}, "
+           f"{a}, {b}, p, 1, 1;")
+    out = ["\t{", "\t.reg .pred p;", f"\tsetp.ne.b32 p, {z}, 0;"]
+    out += (["\twgmma.fence.sync.aligned;", mma, "\twgmma.commit_group.sync.aligned;",
+             "\twgmma.wait_group.sync.aligned 0;"] if sync else [mma])
+    return out + ["\t}"]
+
+
 def rewrite(ptx, sync=True):
-    """PTX with its markers made instructions, for sm_90a (wgmma_xtx.cl's, and
-    wgmma_probe.cl's): WG_MMA's shape is m64nNk8 with N twice its count of
-    accumulator registers (4 in the probe, 16 in the tiles)."""
-    out = []
+    """PTX with its markers made instructions, for sm_90a (wgmma_gram.cl's,
+    wgmma_xtx.cl's and wgmma_probe.cl's): WG_MMA's shape is m64nNk8 with N twice its
+    count of accumulator registers (4 in the probe, 16 in the tiles); WG_MMA_GO's
+    takes the registers of the WG_ACC markers since the last one."""
+    out, pending = [], []
     for ln in to_sm90a(ptx).splitlines():
         words = ln.split()
         mark = words[1] if words[:1] == ["//"] and len(words) > 1 else ""
-        if mark == "WG_FENCE_PROXY":
+        if mark == "WG_ACC":
+            pending += words[2:]
+        elif mark == "WG_HOLD":
+            pass
+        elif mark == "WG_MMA_GO":
+            if len(words) != 5 or not pending or len(pending) % 8 or len(pending) > 128:
+                raise ValueError(f"WG_MMA_GO needs 3 operands after WG_ACC markers of 8 to 128 "
+                                 f"accumulators, not {len(pending)}: {ln.strip()}")
+            out += _mma(pending, *words[2:], sync)
+            pending = []
+        elif mark == "WG_COMMIT":
+            out += [] if sync else ["\twgmma.commit_group.sync.aligned;"]
+        elif mark == "WG_WAIT":
+            out += [] if sync else [f"\twgmma.wait_group.sync.aligned {int(words[2])};"]
+        elif mark == "WG_FENCE_PROXY":
             out.append("\tfence.proxy.async.shared::cta;")
         elif mark == "WG_FENCE":
             out += [] if sync else ["\twgmma.fence.sync.aligned;"]
@@ -53,12 +77,7 @@ def rewrite(ptx, sync=True):
             if len(words) < 9 or len(d) % 4:
                 raise ValueError(f"a WG_MMA marker needs 4, 8, ... accumulators and 3 more operands, "
                                  f"not {len(words) - 2}: {ln.strip()}")
-            mma = (f"\twgmma.mma_async.sync.aligned.m64n{2 * len(d)}k8.f32.tf32.tf32 {{{', '.join(d)}}}, "
-                   f"{a}, {b}, p, 1, 1;")
-            out += ["\t{", "\t.reg .pred p;", f"\tsetp.ne.b32 p, {z}, 0;"]
-            out += (["\twgmma.fence.sync.aligned;", mma, "\twgmma.commit_group.sync.aligned;",
-                     "\twgmma.wait_group.sync.aligned 0;"] if sync else [mma])
-            out.append("\t}")
+            out += _mma(d, a, b, z, sync)
         else:
             out.append(ln)
     return "\n".join(out) + "\n"
@@ -90,3 +109,109 @@ def xtx(queue, prog, x_buf, m, n, c_buf, tn=128, kc=32, lower=False):
     kern = cl.Kernel(prog, "wgmma_xtx")
     return kern(queue, (n // tn * WARP_GROUP, n // 64), (WARP_GROUP, 1), x_buf, np.int32(m), np.int32(n),
                 c_buf, np.uint32(0), np.int32(bool(lower)))
+
+
+GRAM_PATH = "tensor/wgmma_gram.cl"
+GRAM_MODES = {"tf32-raw": 0, "tf32": 1, "3xtf32": 2}
+LOCAL_LIMIT = 48 * 1024     # bytes of local memory NVIDIA's OpenCL gives a work-group
+
+# The tile, its warp groups and stages (kernels/tensor/wgmma_gram.cl): the default,
+# then the others tools/probe_wgmma_gram.py tries.
+GRAM_SHAPE = {"WGS": 2, "MW": 1, "TN": 256, "KC": 8, "STAGES": 4, "WAIT": 1}
+GRAM_SHAPES = [GRAM_SHAPE,
+               {"WGS": 2, "MW": 1, "TN": 256, "KC": 8, "STAGES": 4, "WAIT": 0},
+               {"WGS": 2, "MW": 1, "TN": 256, "KC": 8, "STAGES": 3, "WAIT": 1},
+               {"WGS": 2, "MW": 1, "TN": 256, "KC": 16, "STAGES": 2, "WAIT": 0},
+               {"WGS": 2, "MW": 1, "TN": 256, "KC": 8, "STAGES": 2, "WAIT": 0},
+               {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 5, "WAIT": 1},
+               {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 3, "WAIT": 1},
+               {"WGS": 1, "MW": 2, "TN": 128, "KC": 8, "STAGES": 5, "WAIT": 1},
+               {"WGS": 1, "MW": 2, "TN": 128, "KC": 8, "STAGES": 3, "WAIT": 1},
+               {"WGS": 1, "MW": 1, "TN": 256, "KC": 16, "STAGES": 3, "WAIT": 1}]
+FLUSH_ROWS = 2048           # terms between two flushes of the sums into C
+
+
+def gram_local_bytes(shape, mode="tf32"):
+    parts = 2 if GRAM_MODES[mode] == 2 else 1
+    return 4 * shape["STAGES"] * parts * (64 * shape["WGS"] * shape["MW"] + shape["TN"]) * shape["KC"]
+
+
+class Gram:
+    """C = XᵀX for X (m x n, float32, row-major, stride ldx) in a device buffer, on
+    Hopper's wgmma (or, emulate=True, the same kernel computing each product itself,
+    on any device): tf32_transpose writes X' (rounded or split as `mode` says, GRAM_MODES
+    as gpubook.tf32's), then wgmma_gram the tiles that hold C's lower triangle (those on
+    the diagonal whole, so C's entries above it there are written too). sync=True waits
+    for each wgmma before the next (gpubook.wgmma.rewrite)."""
+
+    def __init__(self, ctx, queue, mode="tf32", shape=None, emulate=False, sync=False,
+                 flush_rows=FLUSH_ROWS):
+        if mode not in GRAM_MODES:
+            raise ValueError(f"unknown mode {mode!r}; use one of {', '.join(GRAM_MODES)}")
+        self.ctx, self.queue, self.mode, self.emulate = ctx, queue, mode, bool(emulate)
+        self.shape = dict(shape or GRAM_SHAPE)
+        sh = self.shape
+        if sh["TN"] % 32 or sh["TN"] > 256 or sh["KC"] % 8 or not 0 <= sh["STAGES"] - 2 - sh["WAIT"] <= 3:
+            raise ValueError(f"shape {sh}: TN must be a multiple of 32 up to 256, KC of 8, and STAGES "
+                             "from 2 + WAIT to 5 + WAIT")
+        self.tm, self.tn, self.threads = 64 * sh["WGS"] * sh["MW"], sh["TN"], WARP_GROUP * sh["WGS"]
+        self.flush = max(1, -(-int(flush_rows) // sh["KC"])) * sh["KC"]
+        self.parts = 2 if GRAM_MODES[mode] == 2 else 1
+        device = queue.device
+        local = gram_local_bytes(sh, mode)
+        if not emulate and local > LOCAL_LIMIT:
+            raise ValueError(f"shape {sh} in {mode} needs {local:,} bytes of local memory, over "
+                             f"{LOCAL_LIMIT:,}")
+        launch.check(device, self.threads, local)
+        defines = {**sh, "MODE": GRAM_MODES[mode], "FLUSH": self.flush, "NV_PTX": int(not emulate)}
+        prog = build(ctx, GRAM_PATH, defines)
+        self.ptx = ""
+        if not emulate:
+            self.ptx = rewrite(prog.binaries[0].decode("utf-8", "replace"), sync)
+            prog = cl.Program(ctx, [device], [self.ptx.encode() + b"\x00"]).build(devices=[device])
+        self.transpose, self.gram = cl.Kernel(prog, "tf32_transpose"), cl.Kernel(prog, "wgmma_gram")
+        launch.check(device, self.threads, local, kern=self.gram)
+        self._xt, self._tiles = {}, {}
+
+    def tile_list(self, n):
+        """(i0, j0) of each tile that holds part of C's lower triangle, a row of tiles
+        after another."""
+        return np.array([(i, j) for i in range(0, n, self.tm) for j in range(0, n, self.tn)
+                         if j < i + self.tm], np.int32)
+
+    def check_sizes(self, m, n):
+        if m < 1 or n < 1 or m % 32 or m % self.shape["KC"] or n % self.tm or n % self.tn or n % 32:
+            raise ValueError(f"m ({m}) must be a multiple of 32 and of KC ({self.shape['KC']}), n ({n}) of "
+                             f"32, of the tile's {self.tm} rows and of its {self.tn} columns")
+
+    def enqueue(self, x, m, n, c, ldx=None, ldc=None, wait_for=None):
+        """C's tiles (as above) from the m x n X in buffer x into buffer c; the two events."""
+        self.check_sizes(m, n)
+        ldx, ldc = (n if ldx is None else ldx), (n if ldc is None else ldc)
+        if ldx < n or ldc < n:
+            raise ValueError("strides must be at least n")
+        mf = cl.mem_flags
+        if (m, n) not in self._xt:
+            self._xt[(m, n)] = cl.Buffer(self.ctx, mf.READ_WRITE, 4 * self.parts * m * n)
+            self._tiles[n] = cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=self.tile_list(n))
+        xt, i32 = self._xt[(m, n)], np.int32
+        first = self.transpose(self.queue, (n, m // 4), (32, 8), x, i32(ldx), xt, i32(m), i32(n),
+                               wait_for=wait_for)
+        tiles = len(self.tile_list(n))
+        second = self.gram(self.queue, (tiles * self.threads,), (self.threads,), xt, i32(m), i32(n),
+                           self._tiles[n], c, i32(ldc), i32(1), wait_for=[first])
+        return [first, second]
+
+    def product(self, x):
+        """C (float32) of a host matrix: the lower triangle and the diagonal tiles' upper
+        parts as computed, zeros elsewhere above."""
+        x = np.ascontiguousarray(x, np.float32)
+        m, n = x.shape
+        mf = cl.mem_flags
+        xb = cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
+        cb = cl.Buffer(self.ctx, mf.READ_WRITE, 4 * n * n)
+        cl.enqueue_fill_buffer(self.queue, cb, np.float32(0), 0, 4 * n * n)
+        cl.wait_for_events(self.enqueue(xb, m, n, cb))
+        out = np.empty((n, n), np.float32)
+        cl.enqueue_copy(self.queue, out, cb)
+        return out

@@ -1,0 +1,268 @@
+// C = X'X (the tiles that hold its lower triangle) in TF32 on Hopper's warp-group MMA
+// (wgmma), fed by cp.async from X' (gpubook.wgmma.Gram; the first tile kernel,
+// wgmma_xtx.cl, copied X into local memory through registers and could not feed it).
+//
+// tf32_transpose writes X' (n rows of m: row j is X's column j), so that each row of
+// a tile's operand has its terms k side by side, the K-major order in which wgmma
+// takes TF32 operands from local memory. MODE 0 copies the floats (the tensor core
+// truncates them), 1 rounds each to TF32, 2 splits it, x = hi + lo (3xTF32): hi in
+// rows 0..n-1 of X', lo in rows n..2n-1.
+//
+// wgmma_gram: a work-group of WGS warp groups (128 work-items each) owns a TM x TN
+// tile of C, TM = 64 WGS MW: warp group g the rows 64 MW g.., MW blocks of 64, each
+// one wgmma m64nTNk8 per step of 8 terms. The terms go KC at a time through STAGES
+// stages of local memory, copied by cp.async 16 bytes at a time: piece e of a stage
+// (8 rows r side by side, then KC / 4 groups of 4 terms, then the next 8 rows) lands
+// at float 4 e, which is the core-matrix order (8 rows x 16 bytes, 128 bytes along
+// K apart, KC * 32 bytes between groups of 8 rows) that the descriptors describe, and
+// a warp's 32 pieces fill 512 bytes side by side: no bank conflict. WAIT wgmma groups
+// stay in flight past a chunk (0 or 1): a stage is refilled once every warp group's
+// products of it have ended. Every FLUSH terms (and at the end) each work-item adds
+// its sums into C, which it alone owns, and the next product starts from zero: the
+// tensor core's float32 sums drift over many terms (part 6.3), C's additions round.
+// PARTS 2 (MODE 2): a step is three products, lo hi, hi lo, then hi hi.
+//
+// Markers (PTX comments that gpubook.wgmma.rewrite makes instructions):
+//   WG_FENCE_PROXY  fence.proxy.async: this work-item's cp.async stores, then wgmma's reads
+//   WG_FENCE        wgmma.fence, before a chunk's first wgmma
+//   WG_ACC d0..d15  16 accumulators of the next WG_MMA_GO (TN / 32 of them, in order)
+//   WG_MMA_GO a b z one wgmma m64nNk8 (N = twice the accumulators listed): d += A B'
+//                   (d = A B' where z is 1), A and B through descriptors a and b
+//   WG_COMMIT       wgmma.commit_group;  WG_WAIT w: wgmma.wait_group w
+//   WG_HOLD d..     nothing: ties the accumulators' later reads to after a WG_WAIT
+// NV_PTX=0 (any device): no markers, cp.async is a plain copy, and each product is
+// computed by the work-items from local memory in float32, so a CPU checks the tiles,
+// the copies, the layouts and the flushes.
+// Build options: WGS, MW, TN (a multiple of 32), KC (of 8), STAGES (at least 2 +
+// WAIT), WAIT, FLUSH (a multiple of KC), MODE. Sizes: m a multiple of KC and FLUSH,
+// n of TM and TN (gpubook.wgmma.Gram checks them).
+#ifndef NV_PTX
+#define NV_PTX 0
+#endif
+#define PARTS (MODE == 2 ? 2 : 1)
+#define TM (64 * WGS * MW)
+#define THREADS (128 * WGS)
+#define PIECES ((TM + TN) * KC / 4)          // 16-byte pieces of one part of a stage
+#define STAGE (PARTS * 4 * PIECES)           // floats of a stage
+#define ACC (MW * TN / 2)
+#define SBO (KC * 32)
+
+// ---- tf32_transpose ---------------------------------------------------------------
+inline float tf32_round(const float x)
+{
+    return as_float((as_uint(x) + 0x1000u) & 0xffffe000u);
+}
+
+__kernel __attribute__((reqd_work_group_size(32, 8, 1)))
+void tf32_transpose(__global const float *restrict x, const int ldx, __global float *restrict xt,
+                    const int m, const int n)
+{
+    __local float tile[32][33];
+    const int j0 = get_group_id(0) * 32, k0 = get_group_id(1) * 32;
+    const int tx = get_local_id(0), ty = get_local_id(1);
+    for (int r = ty; r < 32; r += 8)
+        tile[r][tx] = x[(size_t)(k0 + r) * ldx + j0 + tx];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int r = ty; r < 32; r += 8) {
+        const float v = tile[tx][r];
+        const size_t at = (size_t)(j0 + r) * m + k0 + tx;
+#if MODE == 0
+        xt[at] = v;
+#else
+        const float hi = tf32_round(v);
+        xt[at] = hi;
+#if MODE == 2
+        xt[at + (size_t)n * m] = tf32_round(v - hi);
+#endif
+#endif
+    }
+}
+
+// ---- wgmma_gram -------------------------------------------------------------------
+inline void copy16(__local float *dst, __global const float *src)
+{
+#if NV_PTX
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint)(size_t)dst), "l"((ulong)src)
+                 : "memory");
+#else
+    *(__local float4 *)dst = *(__global const float4 *)src;
+#endif
+}
+
+inline void copies_close(void)
+{
+#if NV_PTX
+    asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+
+// this work-item's copies, all but the newest STAGES - 2 - WAIT groups, have landed
+#if STAGES - 2 - WAIT < 0 || STAGES - 2 - WAIT > 3
+#error "STAGES must be 2 + WAIT to 5 + WAIT"
+#endif
+inline void copies_wait(void)
+{
+#if NV_PTX
+#if STAGES - 2 - WAIT == 0
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+#elif STAGES - 2 - WAIT == 1
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
+#elif STAGES - 2 - WAIT == 2
+    asm volatile("cp.async.wait_group 2;" ::: "memory");
+#else
+    asm volatile("cp.async.wait_group 3;" ::: "memory");
+#endif
+#endif
+}
+
+// Chunk k0.. of the rows i0.. (A) and j0.. (B) of X' (and of its lo rows) into a stage.
+static void copy_chunk(__local float *st, __global const float *xt, const int m, const size_t lo,
+                       const int k0, const int i0, const int j0, const int t)
+{
+#pragma unroll
+    for (int e = t; e < PARTS * PIECES; e += THREADS) {
+        const int q = e % PIECES, r = q / (2 * KC) * 8 + q % 8, kq = q / 8 % (KC / 4);
+        const int row = r < TM ? i0 + r : j0 + r - TM;
+        copy16(st + 4 * e, xt + (e / PIECES) * lo + (size_t)row * m + k0 + 4 * kq);
+    }
+}
+
+inline ulong descriptor(const uint address)
+{
+    return (ulong)((address & 0x3FFFF) >> 4) | ((ulong)(128 >> 4) << 16) | ((ulong)(SBO >> 4) << 32);
+}
+
+// The float of row r, term k of an operand block that starts at `at` (core-matrix order).
+#define CORE(at, r, k) (at)[(r) % 8 * 4 + (k) % 4 + (k) / 4 * 32 + (r) / 8 * (KC * 8)]
+
+// What one wgmma adds to (or, with z, sets in) a work-item's TN / 2 sums d: A's rows
+// from a, B's from b (floats of local memory), terms 8 s.., in float32.
+static void mma_emulated(float *d, __local const float *a, __local const float *b, const int s,
+                         const int z, const int warp, const int lane)
+{
+    for (int v = 0; v < TN / 2; ++v) {
+        const int row = 16 * warp + lane / 4 + 8 * (v % 4 / 2), col = 8 * (v / 4) + 2 * (lane % 4) + v % 2;
+        float sum = z ? 0.0f : d[v];
+        for (int kk = 8 * s; kk < 8 * s + 8; ++kk)
+#if MODE == 0
+            sum = fma(as_float(as_uint(CORE(a, row, kk)) & 0xffffe000u),
+                      as_float(as_uint(CORE(b, col, kk)) & 0xffffe000u), sum);  // truncated, as the tensor core does
+#else
+            sum = fma(CORE(a, row, kk), CORE(b, col, kk), sum);
+#endif
+        d[v] = sum;
+    }
+}
+
+#if NV_PTX
+#define ACC16(p) "+f"((p)[0]), "+f"((p)[1]), "+f"((p)[2]), "+f"((p)[3]), "+f"((p)[4]), "+f"((p)[5]), \
+                 "+f"((p)[6]), "+f"((p)[7]), "+f"((p)[8]), "+f"((p)[9]), "+f"((p)[10]), "+f"((p)[11]), \
+                 "+f"((p)[12]), "+f"((p)[13]), "+f"((p)[14]), "+f"((p)[15])
+#define MARK16(name, p) asm volatile("// " name " %0 %1 %2 %3 %4 %5 %6 %7 %8 %9 %10 %11 %12 %13 %14 %15" \
+                                     : ACC16(p) :: "memory")
+#endif
+
+// One product: d (TN / 2 sums) += the A block at local float `fa` times the B block at `fb`.
+inline void product(float *d, __local const float *st, const uint base, const int fa, const int fb,
+                    const int s, const int z, const int warp, const int lane)
+{
+#if NV_PTX
+#pragma unroll
+    for (int q = 0; q < TN / 32; ++q)
+        MARK16("WG_ACC", d + 16 * q);
+    asm volatile("// WG_MMA_GO %0 %1 %2" ::"l"(descriptor(base + 4 * fa + 256 * s)),
+                 "l"(descriptor(base + 4 * fb + 256 * s)), "r"(z) : "memory");
+#else
+    mma_emulated(d, st + fa, st + fb, s, z, warp, lane);
+#endif
+}
+
+// C (row-major, ldc) += or = (store) a work-item's sums.
+static void flush(float *acc, __global float *c, const int ldc, const int i0, const int j0, const int g,
+                  const int warp, const int lane, const int store)
+{
+#pragma unroll
+    for (int b = 0; b < MW; ++b)
+#pragma unroll
+        for (int v = 0; v < TN / 2; v += 2) {
+            const int row = i0 + 64 * (MW * g + b) + 16 * warp + lane / 4 + 8 * (v % 4 / 2);
+            __global float2 *p = (__global float2 *)(c + (size_t)row * ldc + j0 + 8 * (v / 4) + 2 * (lane % 4));
+            const float2 sum = (float2)(acc[b * TN / 2 + v], acc[b * TN / 2 + v + 1]);
+            *p = store ? sum : *p + sum;
+        }
+}
+
+// tiles: (i0, j0) of each work-group's tile. first != 0: C's old values are not read.
+__kernel __attribute__((reqd_work_group_size(THREADS, 1, 1)))
+void wgmma_gram(__global const float *restrict xt, const int m, const int n, __global const int2 *tiles,
+                __global float *restrict c, const int ldc, const int first)
+{
+    __local float st[STAGES * STAGE] __attribute__((aligned(1024)));
+    const int t = get_local_id(0), g = t / 128, warp = t % 128 / 32, lane = t % 32;
+    const int i0 = tiles[get_group_id(0)].x, j0 = tiles[get_group_id(0)].y;
+    const size_t lo = (size_t)n * m;
+    const uint base = (uint)(size_t)st;
+    const int chunks = m / KC, ahead = STAGES - 1 - WAIT;
+    float acc[ACC];
+#pragma unroll
+    for (int v = 0; v < ACC; ++v)
+        acc[v] = 0.0f;
+    for (int s = 0; s < ahead; ++s) {
+        if (s < chunks)
+            copy_chunk(st + s * STAGE, xt, m, lo, s * KC, i0, j0, t);
+        copies_close();
+    }
+    int z = 1, store = first;
+    for (int ch = 0; ch < chunks; ++ch) {
+        copies_wait();
+#if NV_PTX
+        asm volatile("// WG_FENCE_PROXY" ::: "memory");
+#endif
+        barrier(CLK_LOCAL_MEM_FENCE);   // the chunk is in; chunk ch - 1 - WAIT's products ended
+        if (ch + ahead < chunks)
+            copy_chunk(st + (ch + ahead) % STAGES * STAGE, xt, m, lo, (ch + ahead) * KC, i0, j0, t);
+        copies_close();
+        const int f = ch % STAGES * STAGE;
+#if NV_PTX
+        asm volatile("// WG_FENCE" ::: "memory");
+#endif
+#pragma unroll
+        for (int s = 0; s < KC / 8; ++s)
+#pragma unroll
+            for (int b = 0; b < MW; ++b) {
+                const int fa = f + (MW * g + b) * 64 * KC, fb = f + TM * KC;
+                float *d = acc + b * TN / 2;
+#if PARTS == 2
+                product(d, st, base, fa + 4 * PIECES, fb, s, z && s == 0, warp, lane);
+                product(d, st, base, fa, fb + 4 * PIECES, s, 0, warp, lane);
+                product(d, st, base, fa, fb, s, 0, warp, lane);
+#else
+                product(d, st, base, fa, fb, s, z && s == 0, warp, lane);
+#endif
+            }
+        z = 0;
+#if NV_PTX
+        asm volatile("// WG_COMMIT" ::: "memory");
+#endif
+        const int last = ch == chunks - 1 || (ch + 1) % (FLUSH / KC) == 0;
+#if NV_PTX
+        if (last) {
+            asm volatile("// WG_WAIT 0" ::: "memory");
+#pragma unroll
+            for (int q = 0; q < ACC / 16; ++q)
+                MARK16("WG_HOLD", acc + 16 * q);
+        } else {
+#if WAIT
+            asm volatile("// WG_WAIT 1" ::: "memory");
+#else
+            asm volatile("// WG_WAIT 0" ::: "memory");
+#endif
+        }
+#endif
+        if (last) {
+            flush(acc, c, ldc, i0, j0, g, warp, lane, store);
+            z = 1;
+            store = 0;
+        }
+    }
+}

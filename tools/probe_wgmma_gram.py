@@ -1,0 +1,93 @@
+"""C = X'X on Hopper's wgmma fed by cp.async (gpubook.wgmma.Gram, kernels/tensor/
+wgmma_gram.cl), each shape of gpubook.wgmma.GRAM_SHAPES in each mode that fits its
+local memory: first on X of 256 x 512 small integers (exact in TF32 and in the float32
+sums, so its C must equal NumPy's), then, if equal, on 131,072 x 4,096 standard normal
+floats (part 6.3's size): the transpose and the product timed apart by the device's
+events (the median of 5), and 64 rows of C against float64 (the chapter's error: the
+largest difference over the largest entry). With --ptx DIR the rewritten PTX of each
+build is kept, for `ptxas -arch=sm_90a -v`.
+
+    PYOPENCL_CTX=0 python3 tools/probe_wgmma_gram.py [--ptx DIR] [--only N ...]"""
+import argparse
+import pathlib
+import sys
+
+import numpy as np
+import pyopencl as cl
+
+sys.path.insert(0, __file__.rsplit("/", 2)[0])
+import gpubook as gb  # noqa: E402
+from gpubook import ptx_probe, wgmma  # noqa: E402
+
+
+def label(shape, mode):
+    tm = 64 * shape["WGS"] * shape["MW"]
+    return (f"{mode:8s} {tm} x {shape['TN']}, {shape['WGS']} warp group(s), KC {shape['KC']}, "
+            f"{shape['STAGES']} stages, {shape['WAIT']} in flight")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ptx", type=pathlib.Path)
+    parser.add_argument("--only", type=int, nargs="*", help="indices into GRAM_SHAPES")
+    parser.add_argument("--modes", nargs="*", default=list(wgmma.GRAM_MODES))
+    parser.add_argument("--sync", action="store_true", help="wait for each wgmma")
+    args = parser.parse_args()
+    device, ctx, queue, _, _ = gb.open_device()
+    if not ptx_probe.is_nvidia(device):
+        print(f"{device.name.strip()} is not an NVIDIA device: wgmma does not apply")
+        return 0
+    mf = cl.mem_flags
+    small = np.random.default_rng(1).integers(-2, 3, (256, 512)).astype(np.float32)
+    want = small.astype(np.float64).T @ small
+    low = np.tril(np.ones(want.shape, bool))
+    m, n = 131_072, 4_096
+    big = np.random.default_rng(2).standard_normal((m, n), dtype=np.float32)
+    rows = np.random.default_rng(3).choice(n, 64, replace=False)
+    ref = big[:, rows].astype(np.float64).T @ big.astype(np.float64)      # C's rows `rows`
+    scale = float(np.max(np.abs(ref)))
+    xb = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=big)
+    cb = cl.Buffer(ctx, mf.READ_WRITE, 4 * n * n)
+    print(f"{device.name.strip()}: X'X on wgmma, {m:,} x {n:,}", flush=True)
+    shapes = [wgmma.GRAM_SHAPES[i] for i in args.only] if args.only else wgmma.GRAM_SHAPES
+    for shape in shapes:
+        for mode in args.modes:
+            name = label(shape, mode)
+            if wgmma.gram_local_bytes(shape, mode) > wgmma.LOCAL_LIMIT:
+                print(f"  {name}: needs {wgmma.gram_local_bytes(shape, mode):,} B of local memory", flush=True)
+                continue
+            try:
+                gram = wgmma.Gram(ctx, queue, mode, shape, sync=args.sync)
+            except (cl.RuntimeError, cl.LogicError, gb.KernelBuildError, ValueError) as err:
+                print(f"  {name}: build failed: {ptx_probe.first_error(str(err))}", flush=True)
+                continue
+            if args.ptx:
+                args.ptx.mkdir(parents=True, exist_ok=True)
+                tag = "_".join(str(shape[k]) for k in ("WGS", "MW", "TN", "KC", "STAGES", "WAIT"))
+                (args.ptx / f"gram_{tag}_{mode}.ptx").write_text(gram.ptx)
+            got = gram.product(small)
+            err = float(np.max(np.abs(got - want)[low]))
+            if err != 0:
+                print(f"  {name}: off NumPy by up to {err:g} on the small X", flush=True)
+                continue
+            times = []
+            for rep in range(7):
+                evs = gram.enqueue(xb, m, n, cb)
+                cl.wait_for_events(evs)
+                if rep >= 2:
+                    times.append([gb.event_seconds(e) for e in evs])
+            tt, tg = np.median(np.array(times), axis=0)
+            c = np.empty((n, n), np.float32)
+            cl.enqueue_copy(queue, c, cb)
+            sub = c[rows]
+            keep = np.arange(n)[None, :] <= rows[:, None]
+            rel = float(np.max(np.abs(sub - ref)[keep]) / scale)
+            flops = 2 * m * n * (n + 1) / 2 * (3 if mode == "3xtf32" else 1)
+            print(f"  {name}: exact; transpose {tt * 1e3:.2f} ms, product {tg * 1e3:.2f} ms, "
+                  f"together {(tt + tg) * 1e3:.2f} ms ({flops / tg / 1e12:.0f} useful TFLOP/s in the "
+                  f"product); off float64 by {rel:.1e}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
