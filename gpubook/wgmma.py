@@ -119,15 +119,15 @@ LOCAL_LIMIT = 48 * 1024     # bytes of local memory NVIDIA's OpenCL gives a work
 # then the others tools/probe_wgmma_gram.py tries.
 GRAM_SHAPE = {"WGS": 2, "MW": 1, "TN": 256, "KC": 8, "STAGES": 4, "WAIT": 1}
 GRAM_SHAPES = [GRAM_SHAPE,
-               {"WGS": 2, "MW": 1, "TN": 256, "KC": 8, "STAGES": 4, "WAIT": 0},
-               {"WGS": 2, "MW": 1, "TN": 256, "KC": 8, "STAGES": 3, "WAIT": 1},
                {"WGS": 2, "MW": 1, "TN": 256, "KC": 16, "STAGES": 2, "WAIT": 0},
-               {"WGS": 2, "MW": 1, "TN": 256, "KC": 8, "STAGES": 2, "WAIT": 0},
                {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 5, "WAIT": 1},
-               {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 3, "WAIT": 1},
+               {"WGS": 2, "MW": 1, "TN": 128, "KC": 16, "STAGES": 3, "WAIT": 1},
+               {"WGS": 2, "MW": 1, "TN": 128, "KC": 16, "STAGES": 3, "WAIT": 0},
                {"WGS": 1, "MW": 2, "TN": 128, "KC": 8, "STAGES": 5, "WAIT": 1},
-               {"WGS": 1, "MW": 2, "TN": 128, "KC": 8, "STAGES": 3, "WAIT": 1},
-               {"WGS": 1, "MW": 1, "TN": 256, "KC": 16, "STAGES": 3, "WAIT": 1}]
+               {"WGS": 1, "MW": 1, "TN": 128, "KC": 16, "STAGES": 4, "WAIT": 1},
+               {"WGS": 1, "MW": 1, "TN": 128, "KC": 8, "STAGES": 6, "WAIT": 1},
+               {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 3, "WAIT": 1},
+               {"WGS": 1, "MW": 2, "TN": 128, "KC": 8, "STAGES": 3, "WAIT": 1}]
 FLUSH_ROWS = 2048           # terms between two flushes of the sums into C
 
 
@@ -151,9 +151,10 @@ class Gram:
         self.ctx, self.queue, self.mode, self.emulate = ctx, queue, mode, bool(emulate)
         self.shape = dict(shape or GRAM_SHAPE)
         sh = self.shape
-        if sh["TN"] % 32 or sh["TN"] > 256 or sh["KC"] % 8 or not 0 <= sh["STAGES"] - 2 - sh["WAIT"] <= 3:
-            raise ValueError(f"shape {sh}: TN must be a multiple of 32 up to 256, KC of 8, and STAGES "
-                             "from 2 + WAIT to 5 + WAIT")
+        if sh["TN"] % 32 or sh["TN"] > 256 or sh["KC"] not in (8, 16, 32) or \
+                not 0 <= sh["STAGES"] - 2 - sh["WAIT"] <= 3:
+            raise ValueError(f"shape {sh}: TN must be a multiple of 32 up to 256, KC 8, 16 or 32, and "
+                             "STAGES from 2 + WAIT to 5 + WAIT")
         self.tm, self.tn, self.threads = 64 * sh["WGS"] * sh["MW"], sh["TN"], WARP_GROUP * sh["WGS"]
         self.flush = max(1, -(-int(flush_rows) // sh["KC"])) * sh["KC"]
         self.parts = 2 if GRAM_MODES[mode] == 2 else 1

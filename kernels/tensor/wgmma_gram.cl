@@ -26,8 +26,8 @@
 //   WG_FENCE_PROXY  fence.proxy.async: this work-item's cp.async stores, then wgmma's reads
 //   WG_FENCE        wgmma.fence, before a chunk's first wgmma
 //   WG_ACC d0..d15  16 accumulators of the next WG_MMA_GO (TN / 32 of them, in order)
-//   WG_MMA_GO a b z one wgmma m64nNk8 (N = twice the accumulators listed): d += A B'
-//                   (d = A B' where z is 1), A and B through descriptors a and b
+//   WG_MMA_GO a b p one wgmma m64nNk8 (N = twice the accumulators listed): d += A B'
+//                   (d = A B' where p is 0), A and B through descriptors a and b
 //   WG_COMMIT       wgmma.commit_group;  WG_WAIT w: wgmma.wait_group w
 //   WG_HOLD d..     nothing: ties the accumulators' later reads to after a WG_WAIT
 // NV_PTX=0 (any device): no markers, cp.async is a plain copy, and each product is
@@ -53,19 +53,32 @@ inline float tf32_round(const float x)
     return as_float((as_uint(x) + 0x1000u) & 0xffffe000u);
 }
 
+// X'[j][k] is stored at xt[blocked(j, k)]: chunk k / KC after chunk, and in a chunk the
+// rows j in groups of 8, each group KC * 8 floats in core-matrix order (16 bytes of 4
+// terms for each of 8 rows, then the next 4 terms). A tile's operand for one chunk is
+// then TM * KC (or TN * KC) floats side by side, copied to local memory as they lie.
+inline size_t blocked(const int j, const int k, const int n)
+{
+    return (size_t)(k / KC) * n * KC + (size_t)(j / 8) * (8 * KC) + k % KC / 4 * 32 + j % 8 * 4 + k % 4;
+}
+
+// One work-group per 32 x 32 block of X (rows k0.., columns j0..): read along X's rows,
+// written as runs of 32 KC floats of X' in the order above (KC divides 32).
 __kernel __attribute__((reqd_work_group_size(32, 8, 1)))
 void tf32_transpose(__global const float *restrict x, const int ldx, __global float *restrict xt,
                     const int m, const int n)
 {
     __local float tile[32][33];
     const int j0 = get_group_id(0) * 32, k0 = get_group_id(1) * 32;
-    const int tx = get_local_id(0), ty = get_local_id(1);
+    const int tx = get_local_id(0), ty = get_local_id(1), id = ty * 32 + tx;
     for (int r = ty; r < 32; r += 8)
         tile[r][tx] = x[(size_t)(k0 + r) * ldx + j0 + tx];
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int r = ty; r < 32; r += 8) {
-        const float v = tile[tx][r];
-        const size_t at = (size_t)(j0 + r) * m + k0 + tx;
+    for (int o = id; o < 1024; o += 256) {
+        const int run = o / (32 * KC), q = o % (32 * KC);
+        const int j = q / (8 * KC) * 8 + q % 32 / 4, k = run * KC + q % (8 * KC) / 32 * 4 + q % 4;
+        const float v = tile[k][j];
+        const size_t at = blocked(j0 + j, k0 + k, n);
 #if MODE == 0
         xt[at] = v;
 #else
@@ -115,15 +128,16 @@ inline void copies_wait(void)
 #endif
 }
 
-// Chunk k0.. of the rows i0.. (A) and j0.. (B) of X' (and of its lo rows) into a stage.
-static void copy_chunk(__local float *st, __global const float *xt, const int m, const size_t lo,
+// Chunk k0.. of the rows i0.. (A) and j0.. (B) of X' (and of its lo rows) into a stage:
+// two runs of floats that lie side by side in X' (tf32_transpose's order).
+static void copy_chunk(__local float *st, __global const float *xt, const int n, const size_t lo,
                        const int k0, const int i0, const int j0, const int t)
 {
+    __global const float *chunk = xt + (size_t)k0 * n;
 #pragma unroll
     for (int e = t; e < PARTS * PIECES; e += THREADS) {
-        const int q = e % PIECES, r = q / (2 * KC) * 8 + q % 8, kq = q / 8 % (KC / 4);
-        const int row = r < TM ? i0 + r : j0 + r - TM;
-        copy16(st + 4 * e, xt + (e / PIECES) * lo + (size_t)row * m + k0 + 4 * kq);
+        const int q = e % PIECES;
+        copy16(st + 4 * e, chunk + (e / PIECES) * lo + (q < TM * KC / 4 ? i0 * KC + 4 * q : j0 * KC + 4 * q - TM * KC));
     }
 }
 
@@ -171,7 +185,7 @@ inline void product(float *d, __local const float *st, const uint base, const in
     for (int q = 0; q < TN / 32; ++q)
         MARK16("WG_ACC", d + 16 * q);
     asm volatile("// WG_MMA_GO %0 %1 %2" ::"l"(descriptor(base + 4 * fa + 256 * s)),
-                 "l"(descriptor(base + 4 * fb + 256 * s)), "r"(z) : "memory");
+                 "l"(descriptor(base + 4 * fb + 256 * s)), "r"(1 - z) : "memory");  // 0: d = A B
 #else
     mma_emulated(d, st + fa, st + fb, s, z, warp, lane);
 #endif
@@ -209,7 +223,7 @@ void wgmma_gram(__global const float *restrict xt, const int m, const int n, __g
         acc[v] = 0.0f;
     for (int s = 0; s < ahead; ++s) {
         if (s < chunks)
-            copy_chunk(st + s * STAGE, xt, m, lo, s * KC, i0, j0, t);
+            copy_chunk(st + s * STAGE, xt, n, lo, s * KC, i0, j0, t);
         copies_close();
     }
     int z = 1, store = first;
@@ -220,7 +234,7 @@ void wgmma_gram(__global const float *restrict xt, const int m, const int n, __g
 #endif
         barrier(CLK_LOCAL_MEM_FENCE);   // the chunk is in; chunk ch - 1 - WAIT's products ended
         if (ch + ahead < chunks)
-            copy_chunk(st + (ch + ahead) % STAGES * STAGE, xt, m, lo, (ch + ahead) * KC, i0, j0, t);
+            copy_chunk(st + (ch + ahead) % STAGES * STAGE, xt, n, lo, (ch + ahead) * KC, i0, j0, t);
         copies_close();
         const int f = ch % STAGES * STAGE;
 #if NV_PTX
