@@ -117,17 +117,16 @@ LOCAL_LIMIT = 48 * 1024     # bytes of local memory NVIDIA's OpenCL gives a work
 
 # The tile, its warp groups and stages (kernels/tensor/wgmma_gram.cl): the default,
 # then the others tools/probe_wgmma_gram.py tries.
-GRAM_SHAPE = {"WGS": 2, "MW": 1, "TN": 256, "KC": 8, "STAGES": 4, "WAIT": 1}
+GRAM_SHAPE = {"WGS": 2, "MW": 1, "TN": 128, "KC": 16, "STAGES": 3, "WAIT": 0}
 GRAM_SHAPES = [GRAM_SHAPE,
-               {"WGS": 2, "MW": 1, "TN": 256, "KC": 16, "STAGES": 2, "WAIT": 0},
+               {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 6, "WAIT": 0},
+               {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 6, "WAIT": 1},
+               {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 5, "WAIT": 0},
                {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 5, "WAIT": 1},
-               {"WGS": 2, "MW": 1, "TN": 128, "KC": 16, "STAGES": 3, "WAIT": 1},
-               {"WGS": 2, "MW": 1, "TN": 128, "KC": 16, "STAGES": 3, "WAIT": 0},
-               {"WGS": 1, "MW": 2, "TN": 128, "KC": 8, "STAGES": 5, "WAIT": 1},
-               {"WGS": 1, "MW": 1, "TN": 128, "KC": 16, "STAGES": 4, "WAIT": 1},
-               {"WGS": 1, "MW": 1, "TN": 128, "KC": 8, "STAGES": 6, "WAIT": 1},
-               {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 3, "WAIT": 1},
-               {"WGS": 1, "MW": 2, "TN": 128, "KC": 8, "STAGES": 3, "WAIT": 1}]
+               {"WGS": 2, "MW": 1, "TN": 256, "KC": 8, "STAGES": 4, "WAIT": 0},
+               {"WGS": 1, "MW": 1, "TN": 128, "KC": 8, "STAGES": 7, "WAIT": 1},
+               {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 3, "WAIT": 0},
+               {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 3, "WAIT": 1}]
 FLUSH_ROWS = 2048           # terms between two flushes of the sums into C
 
 
@@ -152,9 +151,9 @@ class Gram:
         self.shape = dict(shape or GRAM_SHAPE)
         sh = self.shape
         if sh["TN"] % 32 or sh["TN"] > 256 or sh["KC"] not in (8, 16, 32) or \
-                not 0 <= sh["STAGES"] - 2 - sh["WAIT"] <= 3:
+                not 0 <= sh["STAGES"] - 2 - sh["WAIT"] <= 4:
             raise ValueError(f"shape {sh}: TN must be a multiple of 32 up to 256, KC 8, 16 or 32, and "
-                             "STAGES from 2 + WAIT to 5 + WAIT")
+                             "STAGES from 2 + WAIT to 6 + WAIT")
         self.tm, self.tn, self.threads = 64 * sh["WGS"] * sh["MW"], sh["TN"], WARP_GROUP * sh["WGS"]
         self.flush = max(1, -(-int(flush_rows) // sh["KC"])) * sh["KC"]
         self.parts = 2 if GRAM_MODES[mode] == 2 else 1
@@ -172,7 +171,7 @@ class Gram:
             prog = cl.Program(ctx, [device], [self.ptx.encode() + b"\x00"]).build(devices=[device])
         self.transpose, self.gram = cl.Kernel(prog, "tf32_transpose"), cl.Kernel(prog, "wgmma_gram")
         launch.check(device, self.threads, local, kern=self.gram)
-        self._xt, self._tiles = {}, {}
+        self._xt, self._tiles, self._zeros = {}, {}, {}
 
     def tile_list(self, n):
         """(i0, j0) of each tile that holds part of C's lower triangle, a row of tiles
@@ -185,8 +184,10 @@ class Gram:
             raise ValueError(f"m ({m}) must be a multiple of 32 and of KC ({self.shape['KC']}), n ({n}) of "
                              f"32, of the tile's {self.tm} rows and of its {self.tn} columns")
 
-    def enqueue(self, x, m, n, c, ldx=None, ldc=None, wait_for=None):
-        """C's tiles (as above) from the m x n X in buffer x into buffer c; the two events."""
+    def enqueue(self, x, m, n, c, ldx=None, ldc=None, shift=None, scale=0.0, wait_for=None):
+        """C's tiles (as above) from the m x n X in buffer x into buffer c, each column j
+        of X less scale * shift[j] first (shift: a buffer of n floats; None: X as it is);
+        the two events, X' written and C."""
         self.check_sizes(m, n)
         ldx, ldc = (n if ldx is None else ldx), (n if ldc is None else ldc)
         if ldx < n or ldc < n:
@@ -195,9 +196,12 @@ class Gram:
         if (m, n) not in self._xt:
             self._xt[(m, n)] = cl.Buffer(self.ctx, mf.READ_WRITE, 4 * self.parts * m * n)
             self._tiles[n] = cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=self.tile_list(n))
+            self._zeros[n] = cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.zeros(n, np.float32))
         xt, i32 = self._xt[(m, n)], np.int32
-        first = self.transpose(self.queue, (n, m // 4), (32, 8), x, i32(ldx), xt, i32(m), i32(n),
-                               wait_for=wait_for)
+        if shift is None:
+            shift, scale = self._zeros[n], 0.0
+        first = self.transpose(self.queue, (n, m // 4), (32, 8), x, i32(ldx), shift, np.float32(scale), xt,
+                               i32(m), i32(n), wait_for=wait_for)
         tiles = len(self.tile_list(n))
         second = self.gram(self.queue, (tiles * self.threads,), (self.threads,), xt, i32(m), i32(n),
                            self._tiles[n], c, i32(ldc), i32(1), wait_for=[first])

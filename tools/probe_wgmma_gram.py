@@ -48,7 +48,15 @@ def main():
     scale = float(np.max(np.abs(ref)))
     xb = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=big)
     cb = cl.Buffer(ctx, mf.READ_WRITE, 4 * n * n)
-    print(f"{device.name.strip()}: X'X on wgmma, {m:,} x {n:,}", flush=True)
+    copy = cl.Buffer(ctx, mf.READ_WRITE, big.nbytes)
+    copies = []
+    for _ in range(5):
+        ev = cl.enqueue_copy(queue, copy, xb)
+        ev.wait()
+        copies.append(gb.event_seconds(ev))
+    del copy
+    print(f"{device.name.strip()}: X'X on wgmma, {m:,} x {n:,}; X copied in {np.median(copies) * 1e3:.2f} ms "
+          f"(the median of 5)", flush=True)
     shapes = [wgmma.GRAM_SHAPES[i] for i in args.only] if args.only else wgmma.GRAM_SHAPES
     for shape in shapes:
         for mode in args.modes:

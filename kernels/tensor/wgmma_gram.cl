@@ -62,22 +62,27 @@ inline size_t blocked(const int j, const int k, const int n)
     return (size_t)(k / KC) * n * KC + (size_t)(j / 8) * (8 * KC) + k % KC / 4 * 32 + j % 8 * 4 + k % 4;
 }
 
-// One work-group per 32 x 32 block of X (rows k0.., columns j0..): read along X's rows,
-// written as runs of 32 KC floats of X' in the order above (KC divides 32).
+// One work-group per 32 x 32 block of X (rows k0.., columns j0..), each value less
+// scale * shift[j] (the centring, where scale is not 0): read along X's rows, written
+// as runs of 32 KC floats of X' in the order above (KC divides 32). In local memory
+// X'[j][k] sits at j * 32 + (k + 4 (j % 8) + j / 8) % 32: a warp's 32 stores (one k,
+// 32 j) and its 32 loads (4 k, 8 j) each meet 32 different banks.
+#define AT(j, k) ((j) * 32 + ((k) + 4 * ((j) % 8) + (j) / 8) % 32)
 __kernel __attribute__((reqd_work_group_size(32, 8, 1)))
-void tf32_transpose(__global const float *restrict x, const int ldx, __global float *restrict xt,
-                    const int m, const int n)
+void tf32_transpose(__global const float *restrict x, const int ldx, __global const float *restrict shift,
+                    const float scale, __global float *restrict xt, const int m, const int n)
 {
-    __local float tile[32][33];
+    __local float tile[32 * 32];
     const int j0 = get_group_id(0) * 32, k0 = get_group_id(1) * 32;
     const int tx = get_local_id(0), ty = get_local_id(1), id = ty * 32 + tx;
+    const float less = scale * shift[j0 + tx];
     for (int r = ty; r < 32; r += 8)
-        tile[r][tx] = x[(size_t)(k0 + r) * ldx + j0 + tx];
+        tile[AT(tx, r)] = x[(size_t)(k0 + r) * ldx + j0 + tx] - less;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int o = id; o < 1024; o += 256) {
         const int run = o / (32 * KC), q = o % (32 * KC);
         const int j = q / (8 * KC) * 8 + q % 32 / 4, k = run * KC + q % (8 * KC) / 32 * 4 + q % 4;
-        const float v = tile[k][j];
+        const float v = tile[AT(j, k)];
         const size_t at = blocked(j0 + j, k0 + k, n);
 #if MODE == 0
         xt[at] = v;
@@ -110,20 +115,24 @@ inline void copies_close(void)
 }
 
 // this work-item's copies, all but the newest STAGES - 2 - WAIT groups, have landed
-#if STAGES - 2 - WAIT < 0 || STAGES - 2 - WAIT > 3
-#error "STAGES must be 2 + WAIT to 5 + WAIT"
+#if STAGES - 2 - WAIT < 0 || STAGES - 2 - WAIT > 4
+#error "STAGES must be 2 + WAIT to 6 + WAIT"
 #endif
+#define PENDING_(w) "cp.async.wait_group " #w ";"
+#define PENDING(w) PENDING_(w)
 inline void copies_wait(void)
 {
 #if NV_PTX
 #if STAGES - 2 - WAIT == 0
-    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    asm volatile(PENDING(0) ::: "memory");
 #elif STAGES - 2 - WAIT == 1
-    asm volatile("cp.async.wait_group 1;" ::: "memory");
+    asm volatile(PENDING(1) ::: "memory");
 #elif STAGES - 2 - WAIT == 2
-    asm volatile("cp.async.wait_group 2;" ::: "memory");
+    asm volatile(PENDING(2) ::: "memory");
+#elif STAGES - 2 - WAIT == 3
+    asm volatile(PENDING(3) ::: "memory");
 #else
-    asm volatile("cp.async.wait_group 3;" ::: "memory");
+    asm volatile(PENDING(4) ::: "memory");
 #endif
 #endif
 }
