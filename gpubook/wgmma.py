@@ -119,20 +119,19 @@ LOCAL_LIMIT = 48 * 1024     # bytes of local memory NVIDIA's OpenCL gives a work
 # then the others tools/probe_wgmma_gram.py tries.
 GRAM_SHAPE = {"WGS": 2, "MW": 1, "TN": 128, "KC": 16, "STAGES": 3, "WAIT": 0}
 GRAM_SHAPES = [GRAM_SHAPE,
-               {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 6, "WAIT": 0},
-               {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 6, "WAIT": 1},
-               {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 5, "WAIT": 0},
-               {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 5, "WAIT": 1},
-               {"WGS": 2, "MW": 1, "TN": 256, "KC": 8, "STAGES": 4, "WAIT": 0},
-               {"WGS": 1, "MW": 1, "TN": 128, "KC": 8, "STAGES": 7, "WAIT": 1},
-               {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 3, "WAIT": 0},
-               {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 3, "WAIT": 1}]
+               {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 4, "WAIT": 1},
+               {"WGS": 1, "MW": 2, "TN": 128, "KC": 8, "STAGES": 4, "WAIT": 1},
+               {"WGS": 1, "MW": 1, "TN": 128, "KC": 16, "STAGES": 3, "WAIT": 1},
+               {"WGS": 1, "MW": 1, "TN": 128, "KC": 8, "STAGES": 6, "WAIT": 1},
+               {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 3, "WAIT": 1},
+               {"WGS": 1, "MW": 1, "TN": 256, "KC": 8, "STAGES": 3, "WAIT": 1}]
 FLUSH_ROWS = 2048           # terms between two flushes of the sums into C
 
 
 def gram_local_bytes(shape, mode="tf32"):
-    parts = 2 if GRAM_MODES[mode] == 2 else 1
-    return 4 * shape["STAGES"] * parts * (64 * shape["WGS"] * shape["MW"] + shape["TN"]) * shape["KC"]
+    """Local memory of one work-group: its stages, and in 3xtf32 two more for lo parts."""
+    extra = 2 if GRAM_MODES[mode] == 2 else 0
+    return 4 * (shape["STAGES"] + extra) * (64 * shape["WGS"] * shape["MW"] + shape["TN"]) * shape["KC"]
 
 
 class Gram:
@@ -140,7 +139,9 @@ class Gram:
     Hopper's wgmma (or, emulate=True, the same kernel computing each product itself,
     on any device): tf32_transpose writes X' (rounded or split as `mode` says, GRAM_MODES
     as gpubook.tf32's), then wgmma_gram the tiles that hold C's lower triangle (those on
-    the diagonal whole, so C's entries above it there are written too). sync=True waits
+    the diagonal whole, so C's entries above it there are written too). In 3xtf32 each
+    float x is hi + lo, hi = x truncated to TF32 (as the tensor core reads x), lo = x - hi
+    computed in local memory, and three products (lo hi, hi lo, hi hi). sync=True waits
     for each wgmma before the next (gpubook.wgmma.rewrite)."""
 
     def __init__(self, ctx, queue, mode="tf32", shape=None, emulate=False, sync=False,
@@ -150,13 +151,12 @@ class Gram:
         self.ctx, self.queue, self.mode, self.emulate = ctx, queue, mode, bool(emulate)
         self.shape = dict(shape or GRAM_SHAPE)
         sh = self.shape
-        if sh["TN"] % 32 or sh["TN"] > 256 or sh["KC"] not in (8, 16, 32) or \
-                not 0 <= sh["STAGES"] - 2 - sh["WAIT"] <= 4:
+        ahead = sh["STAGES"] - 2 if GRAM_MODES[mode] == 2 else sh["STAGES"] - 1 - sh["WAIT"]
+        if sh["TN"] % 32 or sh["TN"] > 256 or sh["KC"] not in (8, 16, 32) or not 1 <= ahead <= 5:
             raise ValueError(f"shape {sh}: TN must be a multiple of 32 up to 256, KC 8, 16 or 32, and "
-                             "STAGES from 2 + WAIT to 6 + WAIT")
+                             "STAGES from 2 + WAIT to 6 + WAIT (3 to 7 in 3xtf32)")
         self.tm, self.tn, self.threads = 64 * sh["WGS"] * sh["MW"], sh["TN"], WARP_GROUP * sh["WGS"]
         self.flush = max(1, -(-int(flush_rows) // sh["KC"])) * sh["KC"]
-        self.parts = 2 if GRAM_MODES[mode] == 2 else 1
         device = queue.device
         local = gram_local_bytes(sh, mode)
         if not emulate and local > LOCAL_LIMIT:
@@ -194,7 +194,7 @@ class Gram:
             raise ValueError("strides must be at least n")
         mf = cl.mem_flags
         if (m, n) not in self._xt:
-            self._xt[(m, n)] = cl.Buffer(self.ctx, mf.READ_WRITE, 4 * self.parts * m * n)
+            self._xt[(m, n)] = cl.Buffer(self.ctx, mf.READ_WRITE, 4 * m * n)
             self._tiles[n] = cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=self.tile_list(n))
             self._zeros[n] = cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.zeros(n, np.float32))
         xt, i32 = self._xt[(m, n)], np.int32

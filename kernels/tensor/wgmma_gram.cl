@@ -4,9 +4,8 @@
 //
 // tf32_transpose writes X' (n rows of m: row j is X's column j), so that each row of
 // a tile's operand has its terms k side by side, the K-major order in which wgmma
-// takes TF32 operands from local memory. MODE 0 copies the floats (the tensor core
-// truncates them), 1 rounds each to TF32, 2 splits it, x = hi + lo (3xTF32): hi in
-// rows 0..n-1 of X', lo in rows n..2n-1.
+// takes TF32 operands from local memory. MODE 0 and 2 copy the floats (the tensor core
+// truncates them), 1 rounds each to TF32.
 //
 // wgmma_gram: a work-group of WGS warp groups (128 work-items each) owns a TM x TN
 // tile of C, TM = 64 WGS MW: warp group g the rows 64 MW g.., MW blocks of 64, each
@@ -20,7 +19,11 @@
 // products of it have ended. Every FLUSH terms (and at the end) each work-item adds
 // its sums into C, which it alone owns, and the next product starts from zero: the
 // tensor core's float32 sums drift over many terms (part 6.3), C's additions round.
-// PARTS 2 (MODE 2): a step is three products, lo hi, hi lo, then hi hi.
+// MODE 2 (3xTF32): x = hi + lo, hi = x truncated to TF32, which is what the tensor core
+// reads of x itself, so only lo is computed, in local memory from the chunk as copied:
+// a step is three products, lo hi, hi lo, then hi hi, and X' is read once (splitting it
+// on the way into X' took 29.3 ms against 12.9 for one pass on an H200, reading twice
+// the bytes).
 //
 // Markers (PTX comments that gpubook.wgmma.rewrite makes instructions):
 //   WG_FENCE_PROXY  fence.proxy.async: this work-item's cp.async stores, then wgmma's reads
@@ -39,11 +42,17 @@
 #ifndef NV_PTX
 #define NV_PTX 0
 #endif
-#define PARTS (MODE == 2 ? 2 : 1)
 #define TM (64 * WGS * MW)
 #define THREADS (128 * WGS)
 #define PIECES ((TM + TN) * KC / 4)          // 16-byte pieces of one part of a stage
-#define STAGE (PARTS * 4 * PIECES)           // floats of a stage
+#define STAGE (4 * PIECES)                   // floats of a stage
+#if MODE == 2
+#define AHEAD (STAGES - 2)                   // chunks copied ahead of the one in the products
+#define LOCAL (STAGES * STAGE + 2 * STAGE)   // and two stages of lo parts
+#else
+#define AHEAD (STAGES - 1 - WAIT)
+#define LOCAL (STAGES * STAGE)
+#endif
 #define ACC (MW * TN / 2)
 #define SBO (KC * 32)
 
@@ -84,15 +93,7 @@ void tf32_transpose(__global const float *restrict x, const int ldx, __global co
         const int j = q / (8 * KC) * 8 + q % 32 / 4, k = run * KC + q % (8 * KC) / 32 * 4 + q % 4;
         const float v = tile[AT(j, k)];
         const size_t at = blocked(j0 + j, k0 + k, n);
-#if MODE == 0
-        xt[at] = v;
-#else
-        const float hi = tf32_round(v);
-        xt[at] = hi;
-#if MODE == 2
-        xt[at + (size_t)n * m] = tf32_round(v - hi);
-#endif
-#endif
+        xt[at] = MODE == 1 ? tf32_round(v) : v;
     }
 }
 
@@ -114,22 +115,22 @@ inline void copies_close(void)
 #endif
 }
 
-// this work-item's copies, all but the newest STAGES - 2 - WAIT groups, have landed
-#if STAGES - 2 - WAIT < 0 || STAGES - 2 - WAIT > 4
-#error "STAGES must be 2 + WAIT to 6 + WAIT"
+// this work-item's copies, all but the newest AHEAD - 1 groups, have landed
+#if AHEAD < 1 || AHEAD > 5
+#error "STAGES must be 2 + WAIT to 6 + WAIT (3 to 7 in MODE 2)"
 #endif
 #define PENDING_(w) "cp.async.wait_group " #w ";"
 #define PENDING(w) PENDING_(w)
 inline void copies_wait(void)
 {
 #if NV_PTX
-#if STAGES - 2 - WAIT == 0
+#if AHEAD == 1
     asm volatile(PENDING(0) ::: "memory");
-#elif STAGES - 2 - WAIT == 1
+#elif AHEAD == 2
     asm volatile(PENDING(1) ::: "memory");
-#elif STAGES - 2 - WAIT == 2
+#elif AHEAD == 3
     asm volatile(PENDING(2) ::: "memory");
-#elif STAGES - 2 - WAIT == 3
+#elif AHEAD == 4
     asm volatile(PENDING(3) ::: "memory");
 #else
     asm volatile(PENDING(4) ::: "memory");
@@ -137,16 +138,26 @@ inline void copies_wait(void)
 #endif
 }
 
-// Chunk k0.. of the rows i0.. (A) and j0.. (B) of X' (and of its lo rows) into a stage:
-// two runs of floats that lie side by side in X' (tf32_transpose's order).
-static void copy_chunk(__local float *st, __global const float *xt, const int n, const size_t lo,
-                       const int k0, const int i0, const int j0, const int t)
+// Chunk k0.. of the rows i0.. (A) and j0.. (B) of X' into a stage: two runs of floats
+// that lie side by side in X' (tf32_transpose's order).
+static void copy_chunk(__local float *st, __global const float *xt, const int n, const int k0, const int i0,
+                       const int j0, const int t)
 {
     __global const float *chunk = xt + (size_t)k0 * n;
 #pragma unroll
-    for (int e = t; e < PARTS * PIECES; e += THREADS) {
-        const int q = e % PIECES;
-        copy16(st + 4 * e, chunk + (e / PIECES) * lo + (q < TM * KC / 4 ? i0 * KC + 4 * q : j0 * KC + 4 * q - TM * KC));
+    for (int e = t; e < PIECES; e += THREADS)
+        copy16(st + 4 * e, chunk + (e < TM * KC / 4 ? i0 * KC + 4 * e : j0 * KC + 4 * e - TM * KC));
+}
+
+// MODE 2: the lo parts of a stage, x - hi with hi = x truncated to TF32 (what the tensor
+// core reads of x itself), each work-item the pieces it copied (so its own copies
+// having landed is enough).
+static void split_chunk(__local float *lo, __local const float *raw, const int t)
+{
+#pragma unroll
+    for (int e = t; e < PIECES; e += THREADS) {
+        const float4 v = *(__local const float4 *)(raw + 4 * e);
+        *(__local float4 *)(lo + 4 * e) = v - as_float4(as_uint4(v) & (uint4)(0xffffe000u));
     }
 }
 
@@ -167,7 +178,7 @@ static void mma_emulated(float *d, __local const float *a, __local const float *
         const int row = 16 * warp + lane / 4 + 8 * (v % 4 / 2), col = 8 * (v / 4) + 2 * (lane % 4) + v % 2;
         float sum = z ? 0.0f : d[v];
         for (int kk = 8 * s; kk < 8 * s + 8; ++kk)
-#if MODE == 0
+#if MODE != 1
             sum = fma(as_float(as_uint(CORE(a, row, kk)) & 0xffffe000u),
                       as_float(as_uint(CORE(b, col, kk)) & 0xffffe000u), sum);  // truncated, as the tensor core does
 #else
@@ -215,58 +226,87 @@ static void flush(float *acc, __global float *c, const int ldc, const int i0, co
         }
 }
 
+// The chunk's products: A's rows of this warp group and B's from stage f (floats),
+// and in MODE 2 the lo parts at l: lo hi, hi lo, then hi hi.
+inline void chunk_products(float *acc, __local const float *st, const uint base, const int f, const int l,
+                           const int z, const int g, const int warp, const int lane)
+{
+#if NV_PTX
+    asm volatile("// WG_FENCE" ::: "memory");
+#endif
+#pragma unroll
+    for (int s = 0; s < KC / 8; ++s)
+#pragma unroll
+        for (int b = 0; b < MW; ++b) {
+            const int a = (MW * g + b) * 64 * KC;
+            float *d = acc + b * TN / 2;
+#if MODE == 2
+            product(d, st, base, l + a, f + TM * KC, s, z && s == 0, warp, lane);
+            product(d, st, base, f + a, l + TM * KC, s, 0, warp, lane);
+            product(d, st, base, f + a, f + TM * KC, s, 0, warp, lane);
+#else
+            product(d, st, base, f + a, f + TM * KC, s, z && s == 0, warp, lane);
+#endif
+        }
+#if NV_PTX
+    asm volatile("// WG_COMMIT" ::: "memory");
+#endif
+}
+
 // tiles: (i0, j0) of each work-group's tile. first != 0: C's old values are not read.
+// Chunk ch sits in stage ch % STAGES (and in MODE 2 its lo parts in lo stage ch % 2).
+// MODE 0, 1, per chunk: its copies waited for, one barrier (which also means every
+// warp group's products of chunk ch - 1 - WAIT have ended), the copy of chunk
+// ch + AHEAD into that stage, the products. MODE 2: the products of chunk ch, the
+// copy of ch + AHEAD (the stage of ch - 2), the wait for ch - 1's products, then
+// between two barriers the lo parts of ch + 1 into the lo stage ch - 1 used: the
+// tensor cores work through the split.
 __kernel __attribute__((reqd_work_group_size(THREADS, 1, 1)))
 void wgmma_gram(__global const float *restrict xt, const int m, const int n, __global const int2 *tiles,
                 __global float *restrict c, const int ldc, const int first)
 {
-    __local float st[STAGES * STAGE] __attribute__((aligned(1024)));
+    __local float st[LOCAL] __attribute__((aligned(1024)));
     const int t = get_local_id(0), g = t / 128, warp = t % 128 / 32, lane = t % 32;
     const int i0 = tiles[get_group_id(0)].x, j0 = tiles[get_group_id(0)].y;
-    const size_t lo = (size_t)n * m;
     const uint base = (uint)(size_t)st;
-    const int chunks = m / KC, ahead = STAGES - 1 - WAIT;
+    const int chunks = m / KC;
     float acc[ACC];
 #pragma unroll
     for (int v = 0; v < ACC; ++v)
         acc[v] = 0.0f;
-    for (int s = 0; s < ahead; ++s) {
+    for (int s = 0; s < AHEAD; ++s) {
         if (s < chunks)
-            copy_chunk(st + s * STAGE, xt, n, lo, s * KC, i0, j0, t);
+            copy_chunk(st + s * STAGE, xt, n, s * KC, i0, j0, t);
         copies_close();
     }
+#if MODE == 2
+    copies_wait();
+    split_chunk(st + STAGES * STAGE, st, t);
+#if NV_PTX
+    asm volatile("// WG_FENCE_PROXY" ::: "memory");
+#endif
+    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
     int z = 1, store = first;
     for (int ch = 0; ch < chunks; ++ch) {
+        const int f = ch % STAGES * STAGE, l = STAGES * STAGE + ch % 2 * STAGE;
+#if MODE == 2
+        chunk_products(acc, st, base, f, l, z, g, warp, lane);
+        if (ch + AHEAD < chunks)
+            copy_chunk(st + (ch + AHEAD) % STAGES * STAGE, xt, n, (ch + AHEAD) * KC, i0, j0, t);
+        copies_close();
+#else
         copies_wait();
 #if NV_PTX
         asm volatile("// WG_FENCE_PROXY" ::: "memory");
 #endif
-        barrier(CLK_LOCAL_MEM_FENCE);   // the chunk is in; chunk ch - 1 - WAIT's products ended
-        if (ch + ahead < chunks)
-            copy_chunk(st + (ch + ahead) % STAGES * STAGE, xt, n, lo, (ch + ahead) * KC, i0, j0, t);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (ch + AHEAD < chunks)
+            copy_chunk(st + (ch + AHEAD) % STAGES * STAGE, xt, n, (ch + AHEAD) * KC, i0, j0, t);
         copies_close();
-        const int f = ch % STAGES * STAGE;
-#if NV_PTX
-        asm volatile("// WG_FENCE" ::: "memory");
+        chunk_products(acc, st, base, f, l, z, g, warp, lane);
 #endif
-#pragma unroll
-        for (int s = 0; s < KC / 8; ++s)
-#pragma unroll
-            for (int b = 0; b < MW; ++b) {
-                const int fa = f + (MW * g + b) * 64 * KC, fb = f + TM * KC;
-                float *d = acc + b * TN / 2;
-#if PARTS == 2
-                product(d, st, base, fa + 4 * PIECES, fb, s, z && s == 0, warp, lane);
-                product(d, st, base, fa, fb + 4 * PIECES, s, 0, warp, lane);
-                product(d, st, base, fa, fb, s, 0, warp, lane);
-#else
-                product(d, st, base, fa, fb, s, z && s == 0, warp, lane);
-#endif
-            }
         z = 0;
-#if NV_PTX
-        asm volatile("// WG_COMMIT" ::: "memory");
-#endif
         const int last = ch == chunks - 1 || (ch + 1) % (FLUSH / KC) == 0;
 #if NV_PTX
         if (last) {
@@ -275,7 +315,7 @@ void wgmma_gram(__global const float *restrict xt, const int m, const int n, __g
             for (int q = 0; q < ACC / 16; ++q)
                 MARK16("WG_HOLD", acc + 16 * q);
         } else {
-#if WAIT
+#if WAIT || MODE == 2
             asm volatile("// WG_WAIT 1" ::: "memory");
 #else
             asm volatile("// WG_WAIT 0" ::: "memory");
@@ -287,5 +327,16 @@ void wgmma_gram(__global const float *restrict xt, const int m, const int n, __g
             z = 1;
             store = 0;
         }
+#if MODE == 2
+        if (ch + 1 < chunks) {
+            copies_wait();
+            barrier(CLK_LOCAL_MEM_FENCE);   // every warp group's products of ch - 1 have ended
+            split_chunk(st + STAGES * STAGE + (ch + 1) % 2 * STAGE, st + (ch + 1) % STAGES * STAGE, t);
+#if NV_PTX
+            asm volatile("// WG_FENCE_PROXY" ::: "memory");
+#endif
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+#endif
     }
 }
