@@ -116,35 +116,34 @@ GRAM_MODES = {"tf32-raw": 0, "tf32": 1, "3xtf32": 2}
 LOCAL_LIMIT = 48 * 1024     # bytes of local memory NVIDIA's OpenCL gives a work-group
 
 # The tile, its warp groups and stages (kernels/tensor/wgmma_gram.cl): the default,
-# then the others tools/probe_wgmma_gram.py tries (the last three fit 3xTF32's stages).
-GRAM_SHAPE = {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 4}
+# then the others tools/probe_wgmma_gram.py tries.
+GRAM_SHAPE = {"WGS": 2, "MW": 1, "TN": 128, "KC": 16, "STAGES": 3, "WAIT": 0}
 GRAM_SHAPES = [GRAM_SHAPE,
-               {"WGS": 1, "MW": 2, "TN": 128, "KC": 8, "STAGES": 4},
-               {"WGS": 2, "MW": 1, "TN": 128, "KC": 16, "STAGES": 1},
-               {"WGS": 2, "MW": 1, "TN": 256, "KC": 8, "STAGES": 2},
-               {"WGS": 1, "MW": 1, "TN": 128, "KC": 8, "STAGES": 5},
-               {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 2},
-               {"WGS": 1, "MW": 2, "TN": 128, "KC": 8, "STAGES": 2},
-               {"WGS": 1, "MW": 1, "TN": 128, "KC": 8, "STAGES": 4}]
+               {"WGS": 2, "MW": 1, "TN": 128, "KC": 16, "STAGES": 3, "WAIT": 1},
+               {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 6, "WAIT": 1},
+               {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 5, "WAIT": 0},
+               {"WGS": 2, "MW": 1, "TN": 256, "KC": 8, "STAGES": 4, "WAIT": 1},
+               {"WGS": 1, "MW": 1, "TN": 128, "KC": 16, "STAGES": 4, "WAIT": 1},
+               {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 4, "WAIT": 1},
+               {"WGS": 1, "MW": 2, "TN": 128, "KC": 8, "STAGES": 4, "WAIT": 1}]
 FLUSH_ROWS = 2048           # terms between two flushes of the sums into C
 
 
 def gram_local_bytes(shape, mode="tf32"):
-    """Local memory of one work-group: its raw stages and two operand stages (each two
-    long in 3xtf32: hi and lo)."""
-    parts = 2 if GRAM_MODES[mode] == 2 else 1
-    return 4 * (shape["STAGES"] + 2 * parts) * (64 * shape["WGS"] * shape["MW"] + shape["TN"]) * shape["KC"]
+    """Local memory of one work-group: its stages, and in 3xtf32 two more for lo parts."""
+    extra = 2 if GRAM_MODES[mode] == 2 else 0
+    return 4 * (shape["STAGES"] + extra) * (64 * shape["WGS"] * shape["MW"] + shape["TN"]) * shape["KC"]
 
 
 class Gram:
     """C = XᵀX for X (m x n, float32, row-major, stride ldx) in a device buffer, on
     Hopper's wgmma (or, emulate=True, the same kernel computing each product itself,
-    on any device): the tiles that hold C's lower triangle (those on the diagonal whole,
-    so C's entries above it there are written too), in one of GRAM_MODES (gpubook.tf32's
-    names). In 3xtf32 each float x is hi + lo, hi = x truncated to TF32 (as the tensor
-    core reads x), lo = x - hi, and three products (lo hi, hi lo, hi hi). sync=True waits
-    for each wgmma before the next (gpubook.wgmma.rewrite); flush_rows: terms between
-    two additions of the sums into C."""
+    on any device): tf32_transpose writes X' (rounded or split as `mode` says, GRAM_MODES
+    as gpubook.tf32's), then wgmma_gram the tiles that hold C's lower triangle (those on
+    the diagonal whole, so C's entries above it there are written too). In 3xtf32 each
+    float x is hi + lo, hi = x truncated to TF32 (as the tensor core reads x), lo = x - hi
+    computed in local memory, and three products (lo hi, hi lo, hi hi). sync=True waits
+    for each wgmma before the next (gpubook.wgmma.rewrite)."""
 
     def __init__(self, ctx, queue, mode="tf32", shape=None, emulate=False, sync=False,
                  flush_rows=FLUSH_ROWS):
@@ -153,9 +152,10 @@ class Gram:
         self.ctx, self.queue, self.mode, self.emulate = ctx, queue, mode, bool(emulate)
         self.shape = dict(shape or GRAM_SHAPE)
         sh = self.shape
-        if sh["TN"] % 32 or sh["TN"] > 256 or sh["KC"] % 8 or not 1 <= sh["STAGES"] <= 5:
-            raise ValueError(f"shape {sh}: TN must be a multiple of 32 up to 256, KC of 8, and STAGES "
-                             "1 to 5")
+        ahead = sh["STAGES"] - 2 if GRAM_MODES[mode] == 2 else sh["STAGES"] - 1 - sh["WAIT"]
+        if sh["TN"] % 32 or sh["TN"] > 256 or sh["KC"] not in (8, 16, 32) or not 1 <= ahead <= 5:
+            raise ValueError(f"shape {sh}: TN must be a multiple of 32 up to 256, KC 8, 16 or 32, and "
+                             "STAGES from 2 + WAIT to 6 + WAIT (3 to 7 in 3xtf32)")
         self.tm, self.tn, self.threads = 64 * sh["WGS"] * sh["MW"], sh["TN"], WARP_GROUP * sh["WGS"]
         self.flush = max(1, -(-int(flush_rows) // sh["KC"])) * sh["KC"]
         device = queue.device
@@ -170,9 +170,9 @@ class Gram:
         if not emulate:
             self.ptx = rewrite(prog.binaries[0].decode("utf-8", "replace"), sync)
             prog = cl.Program(ctx, [device], [self.ptx.encode() + b"\x00"]).build(devices=[device])
-        self.kernel = cl.Kernel(prog, "wgmma_gram")
-        launch.check(device, self.threads, local, kern=self.kernel)
-        self._tiles = {}
+        self.transpose, self.gram = cl.Kernel(prog, "tf32_transpose"), cl.Kernel(prog, "wgmma_gram")
+        launch.check(device, self.threads, local, kern=self.gram)
+        self._xt, self._tiles, self._zeros = {}, {}, {}
 
     def tile_list(self, n):
         """(i0, j0) of each tile that holds part of C's lower triangle, a row of tiles
@@ -180,25 +180,33 @@ class Gram:
         return np.array([(i, j) for i in range(0, n, self.tm) for j in range(0, n, self.tn)
                          if j < i + self.tm], np.int32)
 
-    def check_sizes(self, m, n, ldx, ldc):
-        if m < 1 or n < 1 or m % self.shape["KC"] or n % self.tm or n % self.tn:
-            raise ValueError(f"m ({m}) must be a multiple of KC ({self.shape['KC']}) and n ({n}) of the "
-                             f"tile's {self.tm} rows and of its {self.tn} columns")
-        if ldx < n or ldc < n or ldx % 4:
-            raise ValueError(f"strides ({ldx}, {ldc}) must be at least n ({n}), and X's a multiple of 4")
+    def check_sizes(self, m, n):
+        if m < 1 or n < 1 or m % 32 or m % self.shape["KC"] or n % self.tm or n % self.tn or n % 32:
+            raise ValueError(f"m ({m}) must be a multiple of 32 and of KC ({self.shape['KC']}), n ({n}) of "
+                             f"32, of the tile's {self.tm} rows and of its {self.tn} columns")
 
-    def enqueue(self, x, m, n, c, ldx=None, ldc=None, first=True, wait_for=None):
-        """C's tiles (as above) from the m x n X in buffer x into buffer c; its event.
-        first=False adds to what C holds (a later slab of X's rows)."""
+    def enqueue(self, x, m, n, c, ldx=None, ldc=None, shift=None, scale=0.0, wait_for=None):
+        """C's tiles (as above) from the m x n X in buffer x into buffer c, each column j
+        of X less scale * shift[j] first (shift: a buffer of n floats; None: X as it is);
+        the two events, X' written and C."""
+        self.check_sizes(m, n)
         ldx, ldc = (n if ldx is None else ldx), (n if ldc is None else ldc)
-        self.check_sizes(m, n, ldx, ldc)
-        if n not in self._tiles:
-            self._tiles[n] = cl.Buffer(self.ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
-                                       hostbuf=self.tile_list(n))
-        i32 = np.int32
+        if ldx < n or ldc < n:
+            raise ValueError("strides must be at least n")
+        mf = cl.mem_flags
+        if (m, n) not in self._xt:
+            self._xt[(m, n)] = cl.Buffer(self.ctx, mf.READ_WRITE, 4 * m * n)
+            self._tiles[n] = cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=self.tile_list(n))
+            self._zeros[n] = cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.zeros(n, np.float32))
+        xt, i32 = self._xt[(m, n)], np.int32
+        if shift is None:
+            shift, scale = self._zeros[n], 0.0
+        first = self.transpose(self.queue, (n, m // 4), (32, 8), x, i32(ldx), shift, np.float32(scale), xt,
+                               i32(m), i32(n), wait_for=wait_for)
         tiles = len(self.tile_list(n))
-        return self.kernel(self.queue, (tiles * self.threads,), (self.threads,), x, i32(m), i32(ldx),
-                           self._tiles[n], c, i32(ldc), i32(bool(first)), wait_for=wait_for)
+        second = self.gram(self.queue, (tiles * self.threads,), (self.threads,), xt, i32(m), i32(n),
+                           self._tiles[n], c, i32(ldc), i32(1), wait_for=[first])
+        return [first, second]
 
     def product(self, x):
         """C (float32) of a host matrix: the lower triangle and the diagonal tiles' upper
@@ -209,7 +217,7 @@ class Gram:
         xb = cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
         cb = cl.Buffer(self.ctx, mf.READ_WRITE, 4 * n * n)
         cl.enqueue_fill_buffer(self.queue, cb, np.float32(0), 0, 4 * n * n)
-        self.enqueue(xb, m, n, cb).wait()
+        cl.wait_for_events(self.enqueue(xb, m, n, cb))
         out = np.empty((n, n), np.float32)
         cl.enqueue_copy(self.queue, out, cb)
         return out

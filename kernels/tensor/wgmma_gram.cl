@@ -1,37 +1,32 @@
 // C = X'X (the tiles that hold its lower triangle) in TF32 on Hopper's warp-group MMA
-// (wgmma), fed by cp.async (gpubook.wgmma.Gram). X is m x n float32, row-major with
-// stride ldx (16-byte aligned rows).
+// (wgmma), fed by cp.async from X' (gpubook.wgmma.Gram; the first tile kernel,
+// wgmma_xtx.cl, copied X into local memory through registers and could not feed it).
 //
-// A work-group of WGS warp groups (128 work-items each) owns a TM x TN tile of C,
-// TM = 64 WGS MW: warp group g the rows 64 MW g.., MW blocks of 64, each one wgmma
-// m64nTNk8 per step of 8 terms. wgmma takes TF32 operands from local memory K-major
-// only (each row's terms k side by side, in core matrices of 8 rows x 16 bytes), and
-// X as stored is the other way round, so each chunk of KC rows of X goes twice
-// through local memory:
-//   1. cp.async copies the chunk's rows (X[k][i0..], then X[k][j0..]) as they lie,
-//      16 bytes at a time, into one of STAGES raw stages, AHEAD chunks ahead;
-//   2. the work-items transpose it, blocks of 4 x 4, into one of two operand stages
-//      in core-matrix order (8 rows x 4 terms, 128 bytes along K apart, KC * 32 bytes
-//      between groups of 8 rows), the columns of a block in an order rotated so that
-//      8 neighbouring work-items store to 8 different 16-byte slots: no bank conflict.
-//      MODE 1 rounds each float to TF32 here; MODE 0 leaves it (the tensor core
-//      truncates); MODE 2 (3xTF32) also writes lo = x - hi, hi = x truncated to TF32
-//      (what the tensor core reads of x itself), for three products per step: lo hi,
-//      hi lo, then hi hi.
-//   3. wgmma reads the operand stage while the next chunk is transposed into the other:
-//      per chunk the products are issued, then the copy of chunk ch + AHEAD (into the
-//      raw stage whose chunk was transposed last time), then, between two barriers,
-//      once this warp group's products of ch - 1 have ended (wgmma.wait_group 1),
-//      chunk ch + 1 is transposed.
-// Every FLUSH terms (and at the end) each work-item adds its sums into C, which it alone
-// owns, and the next product starts from zero: the tensor core's float32 sums drift
-// over many terms (part 6.3); C's additions round.
-// (A first version wrote X' in that order in a pass of its own: on an H200 the pass
-// took 2.0-2.2 ms for 131,072 x 4,096, a copy of X 1.0 ms, and its 3xTF32 split on the
-// way into X' doubled the bytes the tiles read.)
+// tf32_transpose writes X' (n rows of m: row j is X's column j), so that each row of
+// a tile's operand has its terms k side by side, the K-major order in which wgmma
+// takes TF32 operands from local memory. MODE 0 and 2 copy the floats (the tensor core
+// truncates them), 1 rounds each to TF32.
+//
+// wgmma_gram: a work-group of WGS warp groups (128 work-items each) owns a TM x TN
+// tile of C, TM = 64 WGS MW: warp group g the rows 64 MW g.., MW blocks of 64, each
+// one wgmma m64nTNk8 per step of 8 terms. The terms go KC at a time through STAGES
+// stages of local memory, copied by cp.async 16 bytes at a time: piece e of a stage
+// (8 rows r side by side, then KC / 4 groups of 4 terms, then the next 8 rows) lands
+// at float 4 e, which is the core-matrix order (8 rows x 16 bytes, 128 bytes along
+// K apart, KC * 32 bytes between groups of 8 rows) that the descriptors describe, and
+// a warp's 32 pieces fill 512 bytes side by side: no bank conflict. WAIT wgmma groups
+// stay in flight past a chunk (0 or 1): a stage is refilled once every warp group's
+// products of it have ended. Every FLUSH terms (and at the end) each work-item adds
+// its sums into C, which it alone owns, and the next product starts from zero: the
+// tensor core's float32 sums drift over many terms (part 6.3), C's additions round.
+// MODE 2 (3xTF32): x = hi + lo, hi = x truncated to TF32, which is what the tensor core
+// reads of x itself, so only lo is computed, in local memory from the chunk as copied:
+// a step is three products, lo hi, hi lo, then hi hi, and X' is read once (splitting it
+// on the way into X' took 29.3 ms against 12.9 for one pass on an H200, reading twice
+// the bytes).
 //
 // Markers (PTX comments that gpubook.wgmma.rewrite makes instructions):
-//   WG_FENCE_PROXY  fence.proxy.async: local stores, then wgmma's reads
+//   WG_FENCE_PROXY  fence.proxy.async: this work-item's cp.async stores, then wgmma's reads
 //   WG_FENCE        wgmma.fence, before a chunk's first wgmma
 //   WG_ACC d0..d15  16 accumulators of the next WG_MMA_GO (TN / 32 of them, in order)
 //   WG_MMA_GO a b p one wgmma m64nNk8 (N = twice the accumulators listed): d += A B'
@@ -39,25 +34,70 @@
 //   WG_COMMIT       wgmma.commit_group;  WG_WAIT w: wgmma.wait_group w
 //   WG_HOLD d..     nothing: ties the accumulators' later reads to after a WG_WAIT
 // NV_PTX=0 (any device): no markers, cp.async is a plain copy, and each product is
-// computed by the work-items from local memory in float32 (operands truncated to TF32
-// as the tensor core does), so a CPU checks the tiles, the copies, the layouts and the
-// flushes.
-// Build options: WGS, MW, TN (a multiple of 32), KC (of 8), STAGES (1 to 5), FLUSH (a
-// multiple of KC), MODE. Sizes: m a multiple of KC, n of TM and TN, ldx of 4
-// (gpubook.wgmma.Gram checks them).
+// computed by the work-items from local memory in float32, so a CPU checks the tiles,
+// the copies, the layouts and the flushes.
+// Build options: WGS, MW, TN (a multiple of 32), KC (of 8), STAGES (at least 2 +
+// WAIT), WAIT, FLUSH (a multiple of KC), MODE. Sizes: m a multiple of KC and FLUSH,
+// n of TM and TN (gpubook.wgmma.Gram checks them).
 #ifndef NV_PTX
 #define NV_PTX 0
 #endif
 #define TM (64 * WGS * MW)
 #define THREADS (128 * WGS)
-#define WIDTH (TM + TN)                      // floats of a row of a raw stage
-#define STAGE (WIDTH * KC)                   // floats of a stage
-#define PARTS (MODE == 2 ? 2 : 1)
-#define AHEAD STAGES
-#define LOCAL ((STAGES + 2 * PARTS) * STAGE)
+#define PIECES ((TM + TN) * KC / 4)          // 16-byte pieces of one part of a stage
+#define STAGE (4 * PIECES)                   // floats of a stage
+#if MODE == 2
+#define AHEAD (STAGES - 2)                   // chunks copied ahead of the one in the products
+#define LOCAL (STAGES * STAGE + 2 * STAGE)   // and two stages of lo parts
+#else
+#define AHEAD (STAGES - 1 - WAIT)
+#define LOCAL (STAGES * STAGE)
+#endif
 #define ACC (MW * TN / 2)
 #define SBO (KC * 32)
 
+// ---- tf32_transpose ---------------------------------------------------------------
+inline float tf32_round(const float x)
+{
+    return as_float((as_uint(x) + 0x1000u) & 0xffffe000u);
+}
+
+// X'[j][k] is stored at xt[blocked(j, k)]: chunk k / KC after chunk, and in a chunk the
+// rows j in groups of 8, each group KC * 8 floats in core-matrix order (16 bytes of 4
+// terms for each of 8 rows, then the next 4 terms). A tile's operand for one chunk is
+// then TM * KC (or TN * KC) floats side by side, copied to local memory as they lie.
+inline size_t blocked(const int j, const int k, const int n)
+{
+    return (size_t)(k / KC) * n * KC + (size_t)(j / 8) * (8 * KC) + k % KC / 4 * 32 + j % 8 * 4 + k % 4;
+}
+
+// One work-group per 32 x 32 block of X (rows k0.., columns j0..), each value less
+// scale * shift[j] (the centring, where scale is not 0): read along X's rows, written
+// as runs of 32 KC floats of X' in the order above (KC divides 32). In local memory
+// X'[j][k] sits at j * 32 + (k + 4 (j % 8) + j / 8) % 32: a warp's 32 stores (one k,
+// 32 j) and its 32 loads (4 k, 8 j) each meet 32 different banks.
+#define AT(j, k) ((j) * 32 + ((k) + 4 * ((j) % 8) + (j) / 8) % 32)
+__kernel __attribute__((reqd_work_group_size(32, 8, 1)))
+void tf32_transpose(__global const float *restrict x, const int ldx, __global const float *restrict shift,
+                    const float scale, __global float *restrict xt, const int m, const int n)
+{
+    __local float tile[32 * 32];
+    const int j0 = get_group_id(0) * 32, k0 = get_group_id(1) * 32;
+    const int tx = get_local_id(0), ty = get_local_id(1), id = ty * 32 + tx;
+    const float less = scale * shift[j0 + tx];
+    for (int r = ty; r < 32; r += 8)
+        tile[AT(tx, r)] = x[(size_t)(k0 + r) * ldx + j0 + tx] - less;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int o = id; o < 1024; o += 256) {
+        const int run = o / (32 * KC), q = o % (32 * KC);
+        const int j = q / (8 * KC) * 8 + q % 32 / 4, k = run * KC + q % (8 * KC) / 32 * 4 + q % 4;
+        const float v = tile[AT(j, k)];
+        const size_t at = blocked(j0 + j, k0 + k, n);
+        xt[at] = MODE == 1 ? tf32_round(v) : v;
+    }
+}
+
+// ---- wgmma_gram -------------------------------------------------------------------
 inline void copy16(__local float *dst, __global const float *src)
 {
 #if NV_PTX
@@ -77,7 +117,7 @@ inline void copies_close(void)
 
 // this work-item's copies, all but the newest AHEAD - 1 groups, have landed
 #if AHEAD < 1 || AHEAD > 5
-#error "STAGES must be 1 to 5"
+#error "STAGES must be 2 + WAIT to 6 + WAIT (3 to 7 in MODE 2)"
 #endif
 #define PENDING_(w) "cp.async.wait_group " #w ";"
 #define PENDING(w) PENDING_(w)
@@ -98,59 +138,26 @@ inline void copies_wait(void)
 #endif
 }
 
-// Chunk k0.. of X's columns i0.. (A) and j0.. (B) into a raw stage, row k of the chunk
-// at floats k WIDTH.., A's TM then B's TN: 16-byte pieces, a warp's 32 side by side.
-static void copy_chunk(__local float *raw, __global const float *x, const int ldx, const int k0,
-                       const int i0, const int j0, const int t)
+// Chunk k0.. of the rows i0.. (A) and j0.. (B) of X' into a stage: two runs of floats
+// that lie side by side in X' (tf32_transpose's order).
+static void copy_chunk(__local float *st, __global const float *xt, const int n, const int k0, const int i0,
+                       const int j0, const int t)
+{
+    __global const float *chunk = xt + (size_t)k0 * n;
+#pragma unroll
+    for (int e = t; e < PIECES; e += THREADS)
+        copy16(st + 4 * e, chunk + (e < TM * KC / 4 ? i0 * KC + 4 * e : j0 * KC + 4 * e - TM * KC));
+}
+
+// MODE 2: the lo parts of a stage, x - hi with hi = x truncated to TF32 (what the tensor
+// core reads of x itself), each work-item the pieces it copied (so its own copies
+// having landed is enough).
+static void split_chunk(__local float *lo, __local const float *raw, const int t)
 {
 #pragma unroll
-    for (int e = t; e < STAGE / 4; e += THREADS) {
-        const int k = e / (WIDTH / 4), c = e % (WIDTH / 4) * 4;
-        copy16(raw + 4 * e, x + (size_t)(k0 + k) * ldx + (c < TM ? i0 + c : j0 + c - TM));
-    }
-}
-
-inline float pick(const float4 v, const int i)
-{
-    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
-}
-
-inline float4 truncated(const float4 v)
-{
-    return as_float4(as_uint4(v) & (uint4)(0xffffe000u));
-}
-
-inline float4 rounded(const float4 v)
-{
-    return as_float4((as_uint4(v) + (uint4)(0x1000u)) & (uint4)(0xffffe000u));
-}
-
-// Offset in an operand stage of operand row r (A's rows, then B's), terms k.. k + 3.
-#define CORE_AT(r, k) ((r) % 8 * 4 + (k) % 4 + (k) / 4 * 32 + (r) / 8 * (KC * 8))
-
-// A raw stage into operand stage `op` (and MODE 2's lo parts into `lo`): work-item t
-// takes blocks of 4 terms x 4 rows, four 16-byte loads along the rows, four 16-byte
-// stores along the terms.
-static void transpose_chunk(__local float *op, __local float *lo, __local const float *raw, const int t)
-{
-#pragma unroll
-    for (int e = t; e < STAGE / 16; e += THREADS) {
-        const int r = e % (WIDTH / 4) * 4, k = e / (WIDTH / 4) * 4, rot = e % (WIDTH / 4) / 2 % 4;
-        __local const float *p = raw + k * WIDTH + r;
-        const float4 v0 = *(__local const float4 *)p, v1 = *(__local const float4 *)(p + WIDTH),
-                     v2 = *(__local const float4 *)(p + 2 * WIDTH), v3 = *(__local const float4 *)(p + 3 * WIDTH);
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-            const int col = (q + rot) % 4;
-            float4 v = (float4)(pick(v0, col), pick(v1, col), pick(v2, col), pick(v3, col));
-#if MODE == 1
-            v = rounded(v);
-#endif
-            *(__local float4 *)(op + CORE_AT(r + col, k)) = v;
-#if MODE == 2
-            *(__local float4 *)(lo + CORE_AT(r + col, k)) = v - truncated(v);
-#endif
-        }
+    for (int e = t; e < PIECES; e += THREADS) {
+        const float4 v = *(__local const float4 *)(raw + 4 * e);
+        *(__local float4 *)(lo + 4 * e) = v - as_float4(as_uint4(v) & (uint4)(0xffffe000u));
     }
 }
 
@@ -219,9 +226,9 @@ static void flush(float *acc, __global float *c, const int ldc, const int i0, co
         }
 }
 
-// The chunk's products from operand stage `op` (and MODE 2's lo parts at `lo`), floats
-// of local memory: A's rows of this warp group, and B's.
-inline void chunk_products(float *acc, __local const float *st, const uint base, const int op, const int lo,
+// The chunk's products: A's rows of this warp group and B's from stage f (floats),
+// and in MODE 2 the lo parts at l: lo hi, hi lo, then hi hi.
+inline void chunk_products(float *acc, __local const float *st, const uint base, const int f, const int l,
                            const int z, const int g, const int warp, const int lane)
 {
 #if NV_PTX
@@ -234,11 +241,11 @@ inline void chunk_products(float *acc, __local const float *st, const uint base,
             const int a = (MW * g + b) * 64 * KC;
             float *d = acc + b * TN / 2;
 #if MODE == 2
-            product(d, st, base, lo + a, op + TM * KC, s, z && s == 0, warp, lane);
-            product(d, st, base, op + a, lo + TM * KC, s, 0, warp, lane);
-            product(d, st, base, op + a, op + TM * KC, s, 0, warp, lane);
+            product(d, st, base, l + a, f + TM * KC, s, z && s == 0, warp, lane);
+            product(d, st, base, f + a, l + TM * KC, s, 0, warp, lane);
+            product(d, st, base, f + a, f + TM * KC, s, 0, warp, lane);
 #else
-            product(d, st, base, op + a, op + TM * KC, s, z && s == 0, warp, lane);
+            product(d, st, base, f + a, f + TM * KC, s, z && s == 0, warp, lane);
 #endif
         }
 #if NV_PTX
@@ -246,25 +253,61 @@ inline void chunk_products(float *acc, __local const float *st, const uint base,
 #endif
 }
 
-// The operand stages of chunk ch: two of them in turn (each PARTS stages long).
-#define OP(ch) ((STAGES + (ch) % 2 * PARTS) * STAGE)
-
-// Chunk ch + 1 (its own copies landed) transposed once every warp group is done with
-// the operand stage it goes to (the first barrier) and before any reads it (the second).
-inline void next_chunk(__local float *st, const int ch, const int t)
+// One chunk, ch (in stage ch % STAGES; in MODE 2 its lo parts in lo stage ch % 2).
+// MODE 0, 1: its copies waited for, one barrier (which also means every warp group's
+// products of chunk ch - 1 - WAIT have ended), the copy of chunk ch + AHEAD into that
+// chunk's stage, the products, the wait for all but WAIT of them. MODE 2: the products
+// of chunk ch, the copy of ch + AHEAD (the stage of ch - 2), the wait for ch - 1's
+// products, then between two barriers the lo parts of ch + 1 into the lo stage that
+// ch - 1 used: the tensor cores work through the split.
+inline void step(float *acc, __local float *st, const uint base, __global const float *xt, const int n,
+                 const int ch, const int chunks, const int z, const int i0, const int j0, const int t,
+                 const int g, const int warp, const int lane)
 {
+    const int f = ch % STAGES * STAGE, l = STAGES * STAGE + ch % 2 * STAGE;
+#if MODE == 2
+    chunk_products(acc, st, base, f, l, z, g, warp, lane);
+    if (ch + AHEAD < chunks)
+        copy_chunk(st + (ch + AHEAD) % STAGES * STAGE, xt, n, (ch + AHEAD) * KC, i0, j0, t);
+    copies_close();
+#if NV_PTX
+    asm volatile("// WG_WAIT 1" ::: "memory");
+#endif
+    if (ch + 1 < chunks) {
+        copies_wait();
+        barrier(CLK_LOCAL_MEM_FENCE);   // every warp group's products of ch - 1 have ended
+        split_chunk(st + STAGES * STAGE + (ch + 1) % 2 * STAGE, st + (ch + 1) % STAGES * STAGE, t);
+#if NV_PTX
+        asm volatile("// WG_FENCE_PROXY" ::: "memory");
+#endif
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+#else
     copies_wait();
-    barrier(CLK_LOCAL_MEM_FENCE);
-    transpose_chunk(st + OP(ch + 1), st + OP(ch + 1) + STAGE, st + (ch + 1) % STAGES * STAGE, t);
 #if NV_PTX
     asm volatile("// WG_FENCE_PROXY" ::: "memory");
 #endif
     barrier(CLK_LOCAL_MEM_FENCE);
+    if (ch + AHEAD < chunks)
+        copy_chunk(st + (ch + AHEAD) % STAGES * STAGE, xt, n, (ch + AHEAD) * KC, i0, j0, t);
+    copies_close();
+    chunk_products(acc, st, base, f, l, z, g, warp, lane);
+#if NV_PTX && WAIT
+    asm volatile("// WG_WAIT 1" ::: "memory");
+#elif NV_PTX
+    asm volatile("// WG_WAIT 0" ::: "memory");
+#endif
+#endif
 }
 
 // tiles: (i0, j0) of each work-group's tile. first != 0: C's old values are not read.
+// The chunks between two flushes are a loop of their own, its first chunk (the one that
+// starts the sums afresh) peeled off, so that wherever control flow meets the products
+// are either all in flight or all ended: with the flush a branch inside one loop over
+// all chunks, ptxas waited for every product at the loop's end ("warpgroup.wait is
+// injected").
 __kernel __attribute__((reqd_work_group_size(THREADS, 1, 1)))
-void wgmma_gram(__global const float *restrict x, const int m, const int ldx, __global const int2 *tiles,
+void wgmma_gram(__global const float *restrict xt, const int m, const int n, __global const int2 *tiles,
                 __global float *restrict c, const int ldc, const int first)
 {
     __local float st[LOCAL] __attribute__((aligned(1024)));
@@ -278,34 +321,28 @@ void wgmma_gram(__global const float *restrict x, const int m, const int ldx, __
         acc[v] = 0.0f;
     for (int s = 0; s < AHEAD; ++s) {
         if (s < chunks)
-            copy_chunk(st + s * STAGE, x, ldx, s * KC, i0, j0, t);
+            copy_chunk(st + s * STAGE, xt, n, s * KC, i0, j0, t);
         copies_close();
     }
-    next_chunk(st, -1, t);
-    int z = 1, store = first;
-    for (int ch = 0; ch < chunks; ++ch) {
-        chunk_products(acc, st, base, OP(ch), OP(ch) + STAGE, z, g, warp, lane);
-        z = 0;
-        if (ch + AHEAD < chunks)      // its raw stage's chunk, ch, was transposed before
-            copy_chunk(st + ch % STAGES * STAGE, x, ldx, (ch + AHEAD) * KC, i0, j0, t);
-        copies_close();
-        const int last = ch == chunks - 1 || (ch + 1) % (FLUSH / KC) == 0;
+#if MODE == 2
+    copies_wait();
+    split_chunk(st + STAGES * STAGE, st, t);
 #if NV_PTX
-        if (last) {
-            asm volatile("// WG_WAIT 0" ::: "memory");
-#pragma unroll
-            for (int q = 0; q < ACC / 16; ++q)
-                MARK16("WG_HOLD", acc + 16 * q);
-        } else {
-            asm volatile("// WG_WAIT 1" ::: "memory");
-        }
+    asm volatile("// WG_FENCE_PROXY" ::: "memory");
 #endif
-        if (last) {
-            flush(acc, c, ldc, i0, j0, g, warp, lane, store);
-            z = 1;
-            store = 0;
-        }
-        if (ch + 1 < chunks)
-            next_chunk(st, ch, t);
+    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+    for (int c0 = 0; c0 < chunks; c0 += FLUSH / KC) {
+        const int c1 = min(c0 + FLUSH / KC, chunks);
+        step(acc, st, base, xt, n, c0, chunks, 1, i0, j0, t, g, warp, lane);
+        for (int ch = c0 + 1; ch < c1; ++ch)
+            step(acc, st, base, xt, n, ch, chunks, 0, i0, j0, t, g, warp, lane);
+#if NV_PTX
+        asm volatile("// WG_WAIT 0" ::: "memory");
+#pragma unroll
+        for (int q = 0; q < ACC / 16; ++q)
+            MARK16("WG_HOLD", acc + 16 * q);
+#endif
+        flush(acc, c, ldc, i0, j0, g, warp, lane, first && c0 == 0);
     }
 }
