@@ -127,6 +127,9 @@ GRAM_SHAPES = [GRAM_SHAPE,
                {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 4, "WAIT": 1},
                {"WGS": 1, "MW": 2, "TN": 128, "KC": 8, "STAGES": 4, "WAIT": 1}]
 FLUSH_ROWS = 2048           # terms between two flushes of the sums into C
+# rows x columns of X per work-group of tf32_transpose: on an H200 (131,072 x 4,096)
+# 64 x 64 took 1.14 ms, 32 x 32 1.28, 32 x 128 1.45; a copy of X, 1.01 ms
+TRANSPOSE_TILE = (64, 64)
 
 
 def gram_local_bytes(shape, mode="tf32"):
@@ -164,7 +167,8 @@ class Gram:
             raise ValueError(f"shape {sh} in {mode} needs {local:,} bytes of local memory, over "
                              f"{LOCAL_LIMIT:,}")
         launch.check(device, self.threads, local)
-        defines = {**sh, "MODE": GRAM_MODES[mode], "FLUSH": self.flush, "NV_PTX": int(not emulate)}
+        defines = {**sh, "MODE": GRAM_MODES[mode], "FLUSH": self.flush, "NV_PTX": int(not emulate),
+                   "TJ": TRANSPOSE_TILE[1], "TK": TRANSPOSE_TILE[0]}
         prog = build(ctx, GRAM_PATH, defines)
         self.ptx = ""
         if not emulate:
@@ -181,9 +185,10 @@ class Gram:
                          if j < i + self.tm], np.int32)
 
     def check_sizes(self, m, n):
-        if m < 1 or n < 1 or m % 32 or m % self.shape["KC"] or n % self.tm or n % self.tn or n % 32:
-            raise ValueError(f"m ({m}) must be a multiple of 32 and of KC ({self.shape['KC']}), n ({n}) of "
-                             f"32, of the tile's {self.tm} rows and of its {self.tn} columns")
+        tk, tj = TRANSPOSE_TILE
+        if m < 1 or n < 1 or m % tk or m % self.shape["KC"] or n % self.tm or n % self.tn or n % tj:
+            raise ValueError(f"m ({m}) must be a multiple of {tk} and of KC ({self.shape['KC']}), n ({n}) of "
+                             f"{tj}, of the tile's {self.tm} rows and of its {self.tn} columns")
 
     def enqueue(self, x, m, n, c, ldx=None, ldc=None, shift=None, scale=0.0, wait_for=None):
         """C's tiles (as above) from the m x n X in buffer x into buffer c, each column j
@@ -201,7 +206,8 @@ class Gram:
         xt, i32 = self._xt[(m, n)], np.int32
         if shift is None:
             shift, scale = self._zeros[n], 0.0
-        first = self.transpose(self.queue, (n, m // 4), (32, 8), x, i32(ldx), shift, np.float32(scale), xt,
+        grid = (n // TRANSPOSE_TILE[1] * 32, m // TRANSPOSE_TILE[0] * 8)
+        first = self.transpose(self.queue, grid, (32, 8), x, i32(ldx), shift, np.float32(scale), xt,
                                i32(m), i32(n), wait_for=wait_for)
         tiles = len(self.tile_list(n))
         second = self.gram(self.queue, (tiles * self.threads,), (self.threads,), xt, i32(m), i32(n),

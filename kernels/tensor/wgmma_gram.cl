@@ -57,11 +57,6 @@
 #define SBO (KC * 32)
 
 // ---- tf32_transpose ---------------------------------------------------------------
-inline float tf32_round(const float x)
-{
-    return as_float((as_uint(x) + 0x1000u) & 0xffffe000u);
-}
-
 // X'[j][k] is stored at xt[blocked(j, k)]: chunk k / KC after chunk, and in a chunk the
 // rows j in groups of 8, each group KC * 8 floats in core-matrix order (16 bytes of 4
 // terms for each of 8 rows, then the next 4 terms). A tile's operand for one chunk is
@@ -71,29 +66,44 @@ inline size_t blocked(const int j, const int k, const int n)
     return (size_t)(k / KC) * n * KC + (size_t)(j / 8) * (8 * KC) + k % KC / 4 * 32 + j % 8 * 4 + k % 4;
 }
 
-// One work-group per 32 x 32 block of X (rows k0.., columns j0..), each value less
+// One work-group per TK x TJ block of X (rows k0.., columns j0..), each value less
 // scale * shift[j] (the centring, where scale is not 0): read along X's rows, written
-// as runs of 32 KC floats of X' in the order above (KC divides 32). In local memory
-// X'[j][k] sits at j * 32 + (k + 4 (j % 8) + j / 8) % 32: a warp's 32 stores (one k,
-// 32 j) and its 32 loads (4 k, 8 j) each meet 32 different banks.
-#define AT(j, k) ((j) * 32 + ((k) + 4 * ((j) % 8) + (j) / 8) % 32)
+// as runs of TJ KC floats of X' in the order above (KC divides TK), 16 bytes (4 terms
+// of a row j) per store. In local memory X'[j][k] sits at j TK + (k + SWZ(j)) % TK:
+// a warp's 32 stores (one k, 32 j) meet 32 banks, and so do its loads of 8 rows j x 4
+// groups of terms.
+#ifndef TJ
+#define TJ 32
+#endif
+#ifndef TK
+#define TK 32
+#endif
+#define SWZ(j) ((j) % 4 + 16 * ((j) / 4 % 2) + 4 * ((j) / 8))
+#define AT(j, k) ((j) * TK + ((k) + SWZ(j)) % TK)
 __kernel __attribute__((reqd_work_group_size(32, 8, 1)))
 void tf32_transpose(__global const float *restrict x, const int ldx, __global const float *restrict shift,
                     const float scale, __global float *restrict xt, const int m, const int n)
 {
-    __local float tile[32 * 32];
-    const int j0 = get_group_id(0) * 32, k0 = get_group_id(1) * 32;
+    __local float tile[TJ * TK];
+    const int j0 = get_group_id(0) * TJ, k0 = get_group_id(1) * TK;
     const int tx = get_local_id(0), ty = get_local_id(1), id = ty * 32 + tx;
-    const float less = scale * shift[j0 + tx];
-    for (int r = ty; r < 32; r += 8)
-        tile[AT(tx, r)] = x[(size_t)(k0 + r) * ldx + j0 + tx] - less;
+#pragma unroll
+    for (int c = 0; c < TJ / 32; ++c) {
+        const float less = scale * shift[j0 + 32 * c + tx];
+#pragma unroll
+        for (int r = ty; r < TK; r += 8)
+            tile[AT(32 * c + tx, r)] = x[(size_t)(k0 + r) * ldx + j0 + 32 * c + tx] - less;
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int o = id; o < 1024; o += 256) {
-        const int run = o / (32 * KC), q = o % (32 * KC);
-        const int j = q / (8 * KC) * 8 + q % 32 / 4, k = run * KC + q % (8 * KC) / 32 * 4 + q % 4;
-        const float v = tile[AT(j, k)];
-        const size_t at = blocked(j0 + j, k0 + k, n);
-        xt[at] = MODE == 1 ? tf32_round(v) : v;
+#pragma unroll
+    for (int o = 4 * id; o < TJ * TK; o += 1024) {
+        const int run = o / (TJ * KC), q = o % (TJ * KC);
+        const int j = q / (8 * KC) * 8 + q % 32 / 4, k = run * KC + q % (8 * KC) / 32 * 4;
+        float4 v = (float4)(tile[AT(j, k)], tile[AT(j, k + 1)], tile[AT(j, k + 2)], tile[AT(j, k + 3)]);
+#if MODE == 1
+        v = as_float4((as_uint4(v) + (uint4)(0x1000u)) & (uint4)(0xffffe000u));   // rounded to TF32
+#endif
+        *(__global float4 *)(xt + blocked(j0 + j, k0 + k, n)) = v;
     }
 }
 
