@@ -1,29 +1,27 @@
-"""Hopper's warp-group MMA (wgmma) from OpenCL, through the PTX (kernels/tensor/
-wgmma_xtx.cl): NVIDIA's OpenCL compiler refuses wgmma, an sm_90a instruction, but
-passes PTX comments in inline asm through with their operands' registers filled in.
-`rewrite` turns those markers into the instructions and sets the target to sm_90a;
-the driver then takes the text as a program binary (gpubook.ptx_probe found that
-door, and one m64n8k8 product through it equal to NumPy's on an H200, 2026-11-28).
+"""Hopper's warp-group MMA (wgmma) from OpenCL, through the PTX: NVIDIA's OpenCL
+compiler refuses wgmma, an sm_90a instruction, but passes PTX comments in inline asm
+through with their operands' registers filled in. `rewrite` turns those markers into
+the instructions and sets the target to sm_90a; the driver then takes the text as a
+program binary (gpubook.ptx_probe found that door, and one m64n8k8 product through it
+equal to NumPy's on an H200, 2026-11-28). `Gram` is part 6.3's step 8 on it
+(kernels/tensor/wgmma_gram.cl; tools/probe_wgmma_gram.py times its shapes).
 
 sync=True waits for each wgmma before the next (wgmma.fence, the product, commit,
 wait): the accumulators are never in flight while the compiler's own instructions
-run. sync=False issues a chunk's products back to back after one fence and waits once
-at the chunk's end, as the instruction is meant to run; it is only right where the
-compiler put nothing that touches the accumulators between the markers, which the
+run. sync=False issues them as the kernel's markers say, waiting where its WG_WAIT
+markers are; it is only right where nothing but the markers touches the accumulators
+in between (ptxas then says "warpgroup.wait is injected" and waits itself), which the
 probe checks against NumPy.
 
-On an H200 (2026-11-28, tools/probe_wgmma_xtx.py) every variant tried was exact
-against NumPy on small integers; the whole 4,096 x 4,096 C of 131,072 rows took 47.4
-ms (93 TFLOP/s) in 64 x 128 tiles with the copy into local memory four rows at a time,
-the same whether each wgmma was waited for or not: the copy sets the pace. The copy
-in 4 x 4 blocks (VEC=2) and `lower` are checked on PoCL, not yet timed on a GPU."""
+A first tile kernel that copied X into local memory through registers, each work-group
+a 64 x 128 tile, took 47.4 ms for all 4,096 x 4,096 of C from 131,072 rows on an H200
+(93 TFLOP/s), the same whether each wgmma was waited for or not: the copy set the pace."""
 import numpy as np
 import pyopencl as cl
 
 from . import launch
 from .kernels import build
 
-PATH = "tensor/wgmma_xtx.cl"
 WARP_GROUP = 128
 
 
@@ -44,10 +42,10 @@ def _mma(d, a, b, z, sync):
 
 
 def rewrite(ptx, sync=True):
-    """PTX with its markers made instructions, for sm_90a (wgmma_gram.cl's,
-    wgmma_xtx.cl's and wgmma_probe.cl's): WG_MMA's shape is m64nNk8 with N twice its
-    count of accumulator registers (4 in the probe, 16 in the tiles); WG_MMA_GO's
-    takes the registers of the WG_ACC markers since the last one."""
+    """PTX with its markers made instructions, for sm_90a (wgmma_gram.cl's and
+    wgmma_probe.cl's): WG_MMA's shape is m64nNk8 with N twice its count of accumulator
+    registers (4 in the probe); WG_MMA_GO's takes the registers of the WG_ACC markers
+    since the last one (N = 128 in the tiles)."""
     out, pending = [], []
     for ln in to_sm90a(ptx).splitlines():
         words = ln.split()
@@ -81,34 +79,6 @@ def rewrite(ptx, sync=True):
         else:
             out.append(ln)
     return "\n".join(out) + "\n"
-
-
-def program(ctx, device, tn=128, kc=32, sync=True, vec=False, emulate=False):
-    """(the built program, its rewritten PTX) for tiles of 64 x tn and chunks of kc rows;
-    vec: the copy to local memory four rows at a time (1), or in blocks of 4 x 4 (2)
-    (wgmma_xtx.cl's VEC). emulate: the kernel as any device builds it (NV_PTX=0: each
-    product computed by the work-items from local memory), and no PTX ('')."""
-    if tn % 32 or kc % 8:
-        raise ValueError(f"TN ({tn}) must be a multiple of 32 and KC ({kc}) of 8")
-    defines = {"TN": tn, "KC": kc, "VEC": int(vec), "NV_PTX": int(not emulate)}
-    if emulate:
-        return build(ctx, PATH, defines), ""
-    ptx = build(ctx, PATH, defines).binaries[0].decode("utf-8", "replace")
-    text = rewrite(ptx, sync)
-    prog = cl.Program(ctx, [device], [text.encode() + b"\x00"]).build(devices=[device])
-    return prog, text
-
-
-def xtx(queue, prog, x_buf, m, n, c_buf, tn=128, kc=32, lower=False):
-    """Launch C = X'X for X (m x n, float32) in x_buf; its event. All n x n entries, or
-    with lower=True only the tiles that hold the lower triangle (the others left as
-    they were: about half the work)."""
-    if m % kc or n % 64 or n % tn:
-        raise ValueError(f"m ({m}) must be a multiple of KC ({kc}), n ({n}) of 64 and of TN ({tn})")
-    launch.check(queue.device, WARP_GROUP)
-    kern = cl.Kernel(prog, "wgmma_xtx")
-    return kern(queue, (n // tn * WARP_GROUP, n // 64), (WARP_GROUP, 1), x_buf, np.int32(m), np.int32(n),
-                c_buf, np.uint32(0), np.int32(bool(lower)))
 
 
 GRAM_PATH = "tensor/wgmma_gram.cl"

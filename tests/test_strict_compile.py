@@ -31,7 +31,7 @@ PORTABLE = {
     "tensor/mma.cl": ("EMULATE", "1", "EMULATE=0 issues mma.sync, cp.async and red.global (inline PTX)"),
     "scan/4_single_pass.cl": ("WARP_LOOK", "0", "WARP_LOOK=1 looks back with vote.sync and shfl.sync (inline PTX)"),
     "tensor/wgmma_probe.cl": ("NV_PTX", "0", "NV_PTX=1 puts in the markers that gpubook.ptx_probe makes wgmma"),
-    "tensor/wgmma_xtx.cl": ("NV_PTX", "0", "NV_PTX=1 puts in the markers that gpubook.wgmma makes wgmma"),
+    "tensor/wgmma_gram.cl": ("NV_PTX", "0", "NV_PTX=1 puts in the markers that gpubook.wgmma makes wgmma"),
 }
 
 # Build options a strict front end takes as they are; others (-cl-nv-*) are the driver's.

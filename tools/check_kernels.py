@@ -92,11 +92,12 @@ CASES = {
     "dmma-emulated": ["tests/test_dmma.py::test_product_matches_numpy[5-40-53-12-m16n8k4]",
                       "tests/test_dmma.py::test_a_given_the_other_way_round[5-40-53-12-one stage, 4 across]"],
     # the wgmma kernels as every device builds them (NV_PTX=0: the products from local
-    # memory), with the host's layouts: the copy in each of its three ways
+    # memory): the probe with the host's layouts, and the Gram's tiles, X' and the 3xTF32
+    # split, in shapes whose local memory fits Oclgrind's 32 KiB
     "wgmma-emulated": ["tests/test_probe_wgmma.py::test_the_wgmma_product_emulated_matches_numpy_through_the_hosts_layouts",
-                       "tests/test_probe_wgmma.py::test_the_wgmma_tiles_emulated_give_x_transpose_x[64-8-0]",
-                       "tests/test_probe_wgmma.py::test_the_wgmma_tiles_emulated_give_x_transpose_x[128-16-1]",
-                       "tests/test_probe_wgmma.py::test_the_wgmma_tiles_emulated_give_x_transpose_x[96-16-2]"],
+                       "tests/test_wgmma_gram.py::test_small_integers_give_numpys_product_exactly[1-2-128-8-4-1-tf32]",
+                       "tests/test_wgmma_gram.py::test_small_integers_give_numpys_product_exactly[1-1-64-8-3-1-3xtf32]",
+                       "tests/test_wgmma_gram.py::test_a_shift_centres_each_column_on_the_way_into_x_prime"],
 }
 
 # name -> the kernel files (under kernels/) each case builds, as GPUBOOK_KERNEL_LOG
@@ -144,7 +145,7 @@ BUILDS = {
     "multi": COVARIANCE,
     "multi-partials": ["multi/partials.cl"],
     "dmma-emulated": ["tensor/mma.cl", "tensor/dmma_tiles.cl"],
-    "wgmma-emulated": ["tensor/wgmma_probe.cl", "tensor/wgmma_xtx.cl"],
+    "wgmma-emulated": ["tensor/wgmma_probe.cl", "tensor/wgmma_gram.cl"],
 }
 
 # The subset CI may run: cases that were clean here, about 3-12 s each.

@@ -1,6 +1,6 @@
 // C = X'X (the tiles that hold its lower triangle) in TF32 on Hopper's warp-group MMA
-// (wgmma), fed by cp.async from X' (gpubook.wgmma.Gram; the first tile kernel,
-// wgmma_xtx.cl, copied X into local memory through registers and could not feed it).
+// (wgmma), fed by cp.async from X' (gpubook.wgmma.Gram; a first tile kernel that copied
+// X into local memory through registers could not feed it: gpubook.wgmma's docstring).
 //
 // tf32_transpose writes X' (n rows of m: row j is X's column j), so that each row of
 // a tile's operand has its terms k side by side, the K-major order in which wgmma
@@ -150,7 +150,7 @@ inline void copies_wait(void)
 
 // Chunk k0.. of the rows i0.. (A) and j0.. (B) of X' into a stage: two runs of floats
 // that lie side by side in X' (tf32_transpose's order).
-static void copy_chunk(__local float *st, __global const float *xt, const int n, const int k0, const int i0,
+inline void copy_chunk(__local float *st, __global const float *xt, const int n, const int k0, const int i0,
                        const int j0, const int t)
 {
     __global const float *chunk = xt + (size_t)k0 * n;
@@ -162,7 +162,7 @@ static void copy_chunk(__local float *st, __global const float *xt, const int n,
 // MODE 2: the lo parts of a stage, x - hi with hi = x truncated to TF32 (what the tensor
 // core reads of x itself), each work-item the pieces it copied (so its own copies
 // having landed is enough).
-static void split_chunk(__local float *lo, __local const float *raw, const int t)
+inline void split_chunk(__local float *lo, __local const float *raw, const int t)
 {
 #pragma unroll
     for (int e = t; e < PIECES; e += THREADS) {
@@ -181,7 +181,7 @@ inline ulong descriptor(const uint address)
 
 // What one wgmma adds to (or, with z, sets in) a work-item's TN / 2 sums d: A's rows
 // from a, B's from b (floats of local memory), terms 8 s.., in float32.
-static void mma_emulated(float *d, __local const float *a, __local const float *b, const int s,
+inline void mma_emulated(float *d, __local const float *a, __local const float *b, const int s,
                          const int z, const int warp, const int lane)
 {
     for (int v = 0; v < TN / 2; ++v) {
@@ -206,23 +206,27 @@ static void mma_emulated(float *d, __local const float *a, __local const float *
                                      : ACC16(p) :: "memory")
 #endif
 
-// One product: d (TN / 2 sums) += the A block at local float `fa` times the B block at `fb`.
-inline void product(float *d, __local const float *st, const uint base, const int fa, const int fb,
-                    const int s, const int z, const int warp, const int lane)
+// One product: d (TN / 2 sums) += the A block at local float fa times the B block at fb.
+inline void product(float *d, __local const float *st, const uint base,
+                    const int fa, const int fb, const int s, const int z,
+                    const int warp, const int lane)
 {
 #if NV_PTX
 #pragma unroll
-    for (int q = 0; q < TN / 32; ++q)
+    for (int q = 0; q < TN / 32; ++q)   // the accumulators, 16 per marker
         MARK16("WG_ACC", d + 16 * q);
-    asm volatile("// WG_MMA_GO %0 %1 %2" ::"l"(descriptor(base + 4 * fa + 256 * s)),
-                 "l"(descriptor(base + 4 * fb + 256 * s)), "r"(1 - z) : "memory");  // 0: d = A B
+    // the wgmma: d += A B', or d = A B' where the last operand is 0
+    asm volatile("// WG_MMA_GO %0 %1 %2"
+                 ::"l"(descriptor(base + 4 * fa + 256 * s)),
+                   "l"(descriptor(base + 4 * fb + 256 * s)), "r"(1 - z)
+                 : "memory");
 #else
     mma_emulated(d, st + fa, st + fb, s, z, warp, lane);
 #endif
 }
 
 // C (row-major, ldc) += or = (store) a work-item's sums.
-static void flush(float *acc, __global float *c, const int ldc, const int i0, const int j0, const int g,
+inline void flush(float *acc, __global float *c, const int ldc, const int i0, const int j0, const int g,
                   const int warp, const int lane, const int store)
 {
 #pragma unroll
@@ -239,7 +243,7 @@ static void flush(float *acc, __global float *c, const int ldc, const int i0, co
 // The chunk's products: A's rows of this warp group and B's from stage f (floats),
 // and in MODE 2 the lo parts at l: lo hi, hi lo, then hi hi.
 inline void chunk_products(float *acc, __local const float *st, const uint base, const int f, const int l,
-                           const int z, const int g, const int warp, const int lane)
+                    const int z, const int g, const int warp, const int lane)
 {
 #if NV_PTX
     asm volatile("// WG_FENCE" ::: "memory");

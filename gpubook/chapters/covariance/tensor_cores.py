@@ -12,11 +12,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from ... import launch, tensor, tf32
+from ... import launch, ptx_probe, tensor, tf32, wgmma
 from ...device import fp64_missing, has_fp64
 from ...kernels import KernelBuildError
 from ...launch import LaunchError
 from ...plot import new_figure
+from ...timing import event_seconds as seconds
 from ... import xtx
 from .incore import Covariance
 
@@ -24,6 +25,7 @@ MODES = tuple(tf32.MODES)                              # 'tf32-raw', 'tf32', '3x
 EMULATED_SHAPE = {"T": 16, "WARPS_M": 1, "WARPS_N": 1, "KC": 8}  # one warp a work-group: any device runs it
 EMULATED_MAX = (16_384, 256)                              # rows, features of the emulated check at most
 MANTISSA = {"float32": 23, "tf32": 10}                    # stored mantissa bits (the format's definition)
+WGMMA_EMULATED = (1_024, 256)                              # rows, features of step 8's emulated check at most
 
 
 def candidate_shapes():
@@ -174,6 +176,84 @@ def mode_errors(ctx, queue, cov, x, ref, shape=None, emulate=False):
     errors = {mode: xtx.error(run(cov, x, tf32.XtX(ctx, queue, mode, shape=shape, emulate=emulate)), ref)
               for mode in MODES}
     return errors, x.shape
+
+
+# --- step 8: the same modes on Hopper's wgmma (gpubook.wgmma.Gram) ---------------------------
+def wgmma_why_not(binary_rows):
+    """None where step 8 runs on the tensor cores here: the probe's whole wgmma product
+    (the last row of gpubook.ptx_probe.from_binary) ran equal to NumPy; else why not."""
+    if not binary_rows:
+        return "the driver took no PTX for sm_90a here: wgmma is Hopper's, through NVIDIA's driver"
+    what, built, ran = binary_rows[-1][:3]
+    if what != ptx_probe.PRODUCT or ran != "ran, equal to NumPy":
+        return f"the probe's wgmma product did not run equal to NumPy ({ran or built})"
+    return None
+
+
+def wgmma_events(cov, gram):
+    """Step 8 from centred data to C: X' written, the tiles' products into S (the padding
+    included), then the chapter's finishing kernel."""
+    return [*gram.enqueue(cov.xc, cov.mp, cov.np_, cov.s, ldx=cov.np_, ldc=cov.np_), cov.finish()]
+
+
+def wgmma_errors(ctx, queue, cov, x, ref, emulate=False):
+    """({mode: the chapter's error of C from step 8}, (m, n) checked, {mode: its Gram}).
+
+    On the tensor cores: the page's `cov` and data. emulate=True: each product done by
+    the work-items from local memory, on any device that gives a work-group 256
+    work-items, on at most WGMMA_EMULATED of x (its own float64 reference when cut).
+    ValueError or LaunchError where it cannot run here."""
+    if emulate:
+        rows, cols = min(x.shape[0], WGMMA_EMULATED[0]), min(x.shape[1], WGMMA_EMULATED[1])
+        if (rows, cols) != x.shape:
+            x = np.ascontiguousarray(x[:rows, :cols])
+            ref = xtx.reference(x)
+            cov = Covariance(ctx, queue, rows, cols)
+    grams = {mode: wgmma.Gram(ctx, queue, mode, emulate=emulate) for mode in MODES}
+    errors = {}
+    for mode, gram in grams.items():
+        cov.upload(x)
+        cov.mean()
+        cov.centre()
+        wgmma_events(cov, gram)[-1].wait()
+        errors[mode] = xtx.error(cov.result(), ref)
+    return errors, x.shape, grams
+
+
+def wgmma_times(cov, grams, repeats=5):
+    """{mode: {"pass_s", "product_s", "total_s"}}: medians over `repeats` runs of
+    step 8 on the page's centred data, by the device's events (X' written; the tiles'
+    products; from the pass's start to the finishing kernel's end), one warm-up first."""
+    out = {}
+    for mode, gram in grams.items():
+        rows = []
+        for rep in range(repeats + 1):
+            events = wgmma_events(cov, gram)
+            events[-1].wait()
+            if rep:
+                rows.append([seconds(events[0]), seconds(events[1]),
+                             (events[-1].profile.end - events[0].profile.start) * 1e-9])
+        pass_s, product_s, total_s = np.median(np.array(rows), axis=0)
+        out[mode] = {"pass_s": float(pass_s), "product_s": float(product_s), "total_s": float(total_s)}
+    return out
+
+
+def wgmma_note(times, mma_times, gemm_s, syrk_s, useful):
+    """The sentence on step 8's times, computed from them: one-pass TF32 against cuBLAS's
+    TF32 GEMM and step 7, 3xTF32 against SSYRK and step 7."""
+    if not times:
+        return ""
+    raw, three = times["tf32-raw"], times["3xtf32"]
+    def against(t, other, name):
+        return f"{other / t:.2f}× {name}'s speed" if other else f"no {name} was measured"
+    return (f"On wgmma one-pass TF32 (truncated) takes {raw['total_s'] * 1e3:.1f} ms from centred data to C, "
+            f"of which {raw['pass_s'] * 1e3:.2f} ms write X' and {raw['product_s'] * 1e3:.1f} ms are the "
+            f"products ({useful / raw['product_s'] / 1e12:.0f} useful TFLOP/s): "
+            + (f"{raw['total_s'] / gemm_s:.2f}× the time of cuBLAS's TF32 GEMM of both halves" if gemm_s else
+               "no cuBLAS TF32 GEMM was measured")
+            + f", and {against(raw['total_s'], mma_times.get('tf32-raw'), 'step 7')}. 3xTF32 takes "
+            f"{three['total_s'] * 1e3:.1f} ms, {against(three['total_s'], syrk_s, 'cuBLAS SSYRK')} and "
+            f"{against(three['total_s'], mma_times.get('3xtf32'), 'step 7')}")
 
 
 # --- the figure of the idea: where the bits of x go, and how large each product is ------------

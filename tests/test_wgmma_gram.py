@@ -1,0 +1,114 @@
+"""gpubook.wgmma.Gram and kernels/tensor/wgmma_gram.cl on any device, with each wgmma
+computed by the work-items (emulate=True): the tiles, X' in the tensor cores' order,
+the copies, the flushes and the 3xTF32 split against NumPy; the markers' rewrite into
+one wgmma; the input checks; and part 6.3's step 8 helpers."""
+import numpy as np
+import pyopencl as cl
+import pytest
+
+import gpubook as gb
+from gpubook import wgmma
+from gpubook.chapters.covariance import tensor_cores as ct
+
+SHAPES = [wgmma.GRAM_SHAPE,
+          {"WGS": 1, "MW": 2, "TN": 128, "KC": 8, "STAGES": 4, "WAIT": 1},
+          {"WGS": 1, "MW": 1, "TN": 64, "KC": 8, "STAGES": 3, "WAIT": 1}]
+
+
+@pytest.fixture(scope="module")
+def env():
+    _, ctx, queue, _, _ = gb.open_device()
+    return ctx, queue
+
+
+def lower(n):
+    return np.tril(np.ones((n, n), bool))
+
+
+@pytest.mark.parametrize("shape, mode", [(SHAPES[0], "tf32-raw"), (SHAPES[0], "3xtf32"), (SHAPES[1], "tf32"),
+                                         (SHAPES[2], "3xtf32")],
+                         ids=lambda v: v if isinstance(v, str) else "-".join(str(x) for x in v.values()))
+def test_small_integers_give_numpys_product_exactly(env, shape, mode):
+    ctx, queue = env
+    x = np.random.default_rng(1).integers(-2, 3, (128, 256)).astype(np.float32)
+    gram = wgmma.Gram(ctx, queue, mode, shape, emulate=True, flush_rows=64)
+    got = gram.product(x)
+    want = x.astype(np.float64).T @ x
+    assert np.array_equal(got[lower(256)], want[lower(256)])
+
+
+def test_the_modes_errors_are_tf32s_and_3xtf32_is_float32s(env):
+    ctx, queue = env
+    x = np.random.default_rng(2).standard_normal((256, 128)).astype(np.float32)
+    want = x.astype(np.float64).T @ x
+    keep = lower(128)
+    err = {}
+    for mode in wgmma.GRAM_MODES:
+        got = wgmma.Gram(ctx, queue, mode, SHAPES[2], emulate=True).product(x)
+        err[mode] = np.max(np.abs(got - want)[keep]) / np.max(np.abs(want))
+    assert 1e-4 < err["tf32-raw"] < 3e-3           # truncated to 10 bits: each term off by up to 2^-10
+    assert err["tf32"] < err["tf32-raw"] / 3        # rounded: errors of both signs
+    assert err["3xtf32"] < 1e-5                      # the split: float32's digits back
+
+
+def test_a_shift_centres_each_column_on_the_way_into_x_prime(env):
+    ctx, queue = env
+    x = (np.random.default_rng(3).standard_normal((128, 128)) + 5).astype(np.float32)
+    mean = x.mean(axis=0).astype(np.float32)
+    gram = wgmma.Gram(ctx, queue, "3xtf32", SHAPES[2], emulate=True)
+    mf = cl.mem_flags
+    xb = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
+    sb = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=mean * 128)
+    cb = cl.Buffer(ctx, mf.READ_WRITE, 4 * 128 * 128)
+    cl.wait_for_events(gram.enqueue(xb, 128, 128, cb, shift=sb, scale=1 / 128))
+    got = np.empty((128, 128), np.float32)
+    cl.enqueue_copy(queue, got, cb)
+    xc = x.astype(np.float64) - x.astype(np.float64).mean(axis=0)
+    want = xc.T @ xc
+    assert np.max(np.abs(got - want)[lower(128)]) < 1e-4 * np.max(np.abs(want))
+
+
+def test_sizes_modes_and_shapes_that_cannot_run_are_refused(env):
+    ctx, queue = env
+    with pytest.raises(ValueError, match="unknown mode"):
+        wgmma.Gram(ctx, queue, "fp16", emulate=True)
+    with pytest.raises(ValueError, match="TN must be"):
+        wgmma.Gram(ctx, queue, "tf32", {**wgmma.GRAM_SHAPE, "TN": 48}, emulate=True)
+    with pytest.raises(ValueError, match="local memory"):
+        wgmma.Gram(ctx, queue, "3xtf32", {**wgmma.GRAM_SHAPE, "STAGES": 4}, emulate=False)
+    gram = wgmma.Gram(ctx, queue, "tf32", SHAPES[2], emulate=True)
+    for m, n in ((100, 128), (128, 96), (0, 128)):
+        with pytest.raises(ValueError, match="must be a multiple"):
+            gram.check_sizes(m, n)
+
+
+def test_the_grams_markers_become_one_wgmma_as_wide_as_its_accumulators():
+    acc = [f"%f{i}" for i in range(1, 33)]
+    ptx = ("//\n.version 8.5\n.target sm_90, texmode_independent\n"
+           f"\t// WG_FENCE\n\t// WG_ACC {' '.join(acc[:16])}\n\t// WG_ACC {' '.join(acc[16:])}\n"
+           "\t// WG_MMA_GO %rd1 %rd2 %r5\n\t// WG_COMMIT\n\t// WG_WAIT 1\n"
+           f"\t// WG_HOLD {' '.join(acc[:16])}\n\x00")
+    text = wgmma.rewrite(ptx, sync=False)
+    assert "WG_" not in text and ".target sm_90a" in text
+    assert f"wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {{{', '.join(acc)}}}, %rd1, %rd2, p, 1, 1;" in text
+    assert text.index("wgmma.fence") < text.index("setp.ne.b32 p, %r5, 0;") < text.index("wgmma.mma_async")
+    assert "wgmma.commit_group.sync.aligned;" in text and "wgmma.wait_group.sync.aligned 1;" in text
+    with pytest.raises(ValueError, match="WG_MMA_GO needs"):
+        wgmma.rewrite("\t// WG_MMA_GO %rd1 %rd2 %r5\n")
+
+
+def test_step_8_runs_only_where_the_probes_wgmma_product_was_right():
+    assert "no PTX for sm_90a" in ct.wgmma_why_not([])
+    right = ("wgmma product", "built", "ran, equal to NumPy")
+    assert ct.wgmma_why_not([(ct.ptx_probe.PRODUCT, *right[1:])]) is None
+    wrong = (ct.ptx_probe.PRODUCT, "built", "ran, off NumPy by up to 3")
+    assert "off NumPy by up to 3" in ct.wgmma_why_not([wrong])
+
+
+def test_step_8s_sentence_is_computed_from_its_times():
+    times = {"tf32-raw": {"pass_s": 0.001, "product_s": 0.010, "total_s": 0.012},
+             "3xtf32": {"pass_s": 0.001, "product_s": 0.027, "total_s": 0.030}}
+    note = ct.wgmma_note(times, {"tf32-raw": 0.024, "3xtf32": 0.030}, 0.018, 0.051, 2.2e12)
+    assert "12.0 ms" in note and "0.67× the time of cuBLAS's TF32 GEMM" in note
+    assert "2.00× step 7's speed" in note and "1.70× cuBLAS SSYRK's speed" in note
+    assert ct.wgmma_note({}, {}, None, None, 1.0) == ""
