@@ -88,13 +88,14 @@ LOCAL_LIMIT = 48 * 1024     # bytes of local memory NVIDIA's OpenCL gives a work
 # The tile, its warp groups and stages (kernels/tensor/wgmma_gram.cl): the default,
 # then the others tools/probe_wgmma_gram.py tries.
 GRAM_SHAPE = {"WGS": 2, "MW": 1, "TN": 128, "KC": 16, "STAGES": 3, "WAIT": 0}
-GRAM_SHAPES = [GRAM_SHAPE,
+# 3xTF32's two more stages of lo parts leave room for chunks of 8 rows only
+GRAM_SHAPE_3X = {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 4, "WAIT": 1}
+GRAM_SHAPES = [GRAM_SHAPE, GRAM_SHAPE_3X,
                {"WGS": 2, "MW": 1, "TN": 128, "KC": 16, "STAGES": 3, "WAIT": 1},
                {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 6, "WAIT": 1},
                {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 5, "WAIT": 0},
                {"WGS": 2, "MW": 1, "TN": 256, "KC": 8, "STAGES": 4, "WAIT": 1},
                {"WGS": 1, "MW": 1, "TN": 128, "KC": 16, "STAGES": 4, "WAIT": 1},
-               {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 4, "WAIT": 1},
                {"WGS": 1, "MW": 2, "TN": 128, "KC": 8, "STAGES": 4, "WAIT": 1}]
 FLUSH_ROWS = 2048           # terms between two flushes of the sums into C
 # rows x columns of X per work-group of tf32_transpose: on an H200 (131,072 x 4,096)
@@ -123,7 +124,7 @@ class Gram:
         if mode not in GRAM_MODES:
             raise ValueError(f"unknown mode {mode!r}; use one of {', '.join(GRAM_MODES)}")
         self.ctx, self.queue, self.mode, self.emulate = ctx, queue, mode, bool(emulate)
-        self.shape = dict(shape or GRAM_SHAPE)
+        self.shape = dict(shape or (GRAM_SHAPE_3X if mode == "3xtf32" else GRAM_SHAPE))
         sh = self.shape
         ahead = sh["STAGES"] - 2 if GRAM_MODES[mode] == 2 else sh["STAGES"] - 1 - sh["WAIT"]
         if sh["TN"] % 32 or sh["TN"] > 256 or sh["KC"] not in (8, 16, 32) or not 1 <= ahead <= 5:
