@@ -106,9 +106,10 @@ def test_step_8_runs_only_where_the_probes_wgmma_product_was_right():
 
 
 def test_step_8s_sentence_is_computed_from_its_times():
-    times = {"tf32-raw": {"pass_s": 0.001, "product_s": 0.010, "total_s": 0.012},
-             "3xtf32": {"pass_s": 0.001, "product_s": 0.027, "total_s": 0.030}}
-    note = ct.wgmma_note(times, {"tf32-raw": 0.024, "3xtf32": 0.030}, 0.018, 0.051, 2.2e12)
+    times = {"tf32-raw": {"pass_s": 0.001, "product_s": 0.010, "total_s": 0.012, "executed": 2.3e12},
+             "3xtf32": {"pass_s": 0.001, "product_s": 0.027, "total_s": 0.030, "executed": 6.75e12}}
+    note = ct.wgmma_note(times, {"tf32-raw": 0.024, "3xtf32": 0.030}, 0.018, 0.051, 2.2e12, 4.5e12)
     assert "12.0 ms" in note and "0.67× the time of cuBLAS's TF32 GEMM" in note
     assert "2.00× step 7's speed" in note and "1.70× cuBLAS SSYRK's speed" in note
+    assert "execute 250 TFLOP/s, where cuBLAS's TF32 GEMM executes 250" in note
     assert ct.wgmma_note({}, {}, None, None, 1.0) == ""

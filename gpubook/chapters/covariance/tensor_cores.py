@@ -221,9 +221,10 @@ def wgmma_errors(ctx, queue, cov, x, ref, emulate=False):
 
 
 def wgmma_times(cov, grams, repeats=5):
-    """{mode: {"pass_s", "product_s", "total_s"}}: medians over `repeats` runs of
-    step 8 on the page's centred data, by the device's events (X' written; the tiles'
-    products; from the pass's start to the finishing kernel's end), one warm-up first."""
+    """{mode: {"pass_s", "product_s", "total_s", "executed"}}: medians over `repeats`
+    runs of step 8 on the page's centred data, by the device's events (X' written; the
+    tiles' products; from the pass's start to the finishing kernel's end), one warm-up
+    first; and the flops the tiles execute (whole tiles, three products in 3xtf32)."""
     out = {}
     for mode, gram in grams.items():
         rows = []
@@ -234,13 +235,17 @@ def wgmma_times(cov, grams, repeats=5):
                 rows.append([seconds(events[0]), seconds(events[1]),
                              (events[-1].profile.end - events[0].profile.start) * 1e-9])
         pass_s, product_s, total_s = np.median(np.array(rows), axis=0)
-        out[mode] = {"pass_s": float(pass_s), "product_s": float(product_s), "total_s": float(total_s)}
+        executed = (2 * len(gram.tile_list(cov.np_)) * gram.tm * gram.tn * cov.mp
+                    * (3 if mode == "3xtf32" else 1))
+        out[mode] = {"pass_s": float(pass_s), "product_s": float(product_s), "total_s": float(total_s),
+                     "executed": executed}
     return out
 
 
-def wgmma_note(times, mma_times, gemm_s, syrk_s, useful):
+def wgmma_note(times, mma_times, gemm_s, syrk_s, useful, gemm_flops=None):
     """The sentence on step 8's times, computed from them: one-pass TF32 against cuBLAS's
-    TF32 GEMM and step 7, 3xTF32 against SSYRK and step 7."""
+    TF32 GEMM and step 7, 3xTF32 against SSYRK and step 7, and the rate its three
+    products execute at against the GEMM's (gemm_flops in gemm_s)."""
     if not times:
         return ""
     raw, three = times["tf32-raw"], times["3xtf32"]
@@ -253,7 +258,10 @@ def wgmma_note(times, mma_times, gemm_s, syrk_s, useful):
                "no cuBLAS TF32 GEMM was measured")
             + f", and {against(raw['total_s'], mma_times.get('tf32-raw'), 'step 7')}. 3xTF32 takes "
             f"{three['total_s'] * 1e3:.1f} ms, {against(three['total_s'], syrk_s, 'cuBLAS SSYRK')} and "
-            f"{against(three['total_s'], mma_times.get('3xtf32'), 'step 7')}")
+            f"{against(three['total_s'], mma_times.get('3xtf32'), 'step 7')}; its three products execute "
+            f"{three['executed'] / three['product_s'] / 1e12:.0f} TFLOP/s"
+            + (f", where cuBLAS's TF32 GEMM executes {gemm_flops / gemm_s / 1e12:.0f}" if gemm_s and gemm_flops
+               else ""))
 
 
 # --- the figure of the idea: where the bits of x go, and how large each product is ------------
