@@ -137,8 +137,11 @@ class Gram:
         if not emulate and local > LOCAL_LIMIT:
             raise ValueError(f"shape {sh} in {mode} needs {local:,} bytes of local memory, over "
                              f"{LOCAL_LIMIT:,}")
-        launch.check(device, self.threads, local)
+        # emulated, a device that gives fewer work-items lets each play several
+        self.lanes = launch.largest(device, self.threads, lambda size: local) if emulate else self.threads
+        launch.check(device, self.lanes, local)
         defines = {**sh, "MODE": GRAM_MODES[mode], "FLUSH": self.flush, "NV_PTX": int(not emulate),
+                   "LANES": self.lanes, "TW": launch.largest(device, 256),
                    "TJ": TRANSPOSE_TILE[1], "TK": TRANSPOSE_TILE[0]}
         prog = build(ctx, GRAM_PATH, defines)
         self.ptx = ""
@@ -146,7 +149,8 @@ class Gram:
             self.ptx = rewrite(prog.binaries[0].decode("utf-8", "replace"), sync)
             prog = cl.Program(ctx, [device], [self.ptx.encode() + b"\x00"]).build(devices=[device])
         self.transpose, self.gram = cl.Kernel(prog, "tf32_transpose"), cl.Kernel(prog, "wgmma_gram")
-        launch.check(device, self.threads, local, kern=self.gram)
+        self.transpose_size = defines["TW"]
+        launch.check(device, self.lanes, local, kern=self.gram)
         self._xt, self._tiles, self._zeros = {}, {}, {}
 
     def tile_list(self, n):
@@ -177,11 +181,12 @@ class Gram:
         xt, i32 = self._xt[(m, n)], np.int32
         if shift is None:
             shift, scale = self._zeros[n], 0.0
-        grid = (n // TRANSPOSE_TILE[1] * 32, m // TRANSPOSE_TILE[0] * 8)
-        first = self.transpose(self.queue, grid, (32, 8), x, i32(ldx), shift, np.float32(scale), xt,
+        tw = self.transpose_size
+        grid = (n // TRANSPOSE_TILE[1] * tw, m // TRANSPOSE_TILE[0])
+        first = self.transpose(self.queue, grid, (tw, 1), x, i32(ldx), shift, np.float32(scale), xt,
                                i32(m), i32(n), wait_for=wait_for)
         tiles = len(self.tile_list(n))
-        second = self.gram(self.queue, (tiles * self.threads,), (self.threads,), xt, i32(m), i32(n),
+        second = self.gram(self.queue, (tiles * self.lanes,), (self.lanes,), xt, i32(m), i32(n),
                            self._tiles[n], c, i32(ldc), i32(1), wait_for=[first])
         return [first, second]
 

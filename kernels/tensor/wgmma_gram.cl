@@ -44,6 +44,13 @@
 #endif
 #define TM (64 * WGS * MW)
 #define THREADS (128 * WGS)
+#ifndef LANES          // work-items of a work-group: THREADS, or (NV_PTX=0 only) a divisor
+#define LANES THREADS  // of it, each work-item then playing THREADS / LANES of them in turn
+#endif
+#define VIRT (THREADS / LANES)
+#if NV_PTX && VIRT != 1
+#error "wgmma needs whole warp groups: LANES = THREADS"
+#endif
 #define PIECES ((TM + TN) * KC / 4)          // 16-byte pieces of one part of a stage
 #define STAGE (4 * PIECES)                   // floats of a stage
 #if MODE == 2
@@ -80,23 +87,23 @@ inline size_t blocked(const int j, const int k, const int n)
 #endif
 #define SWZ(j) ((j) % 4 + 16 * ((j) / 4 % 2) + 4 * ((j) / 8))
 #define AT(j, k) ((j) * TK + ((k) + SWZ(j)) % TK)
-__kernel __attribute__((reqd_work_group_size(32, 8, 1)))
+#ifndef TW
+#define TW 256         // work-items of a work-group (a power of two up to TJ TK / 4)
+#endif
+__kernel __attribute__((reqd_work_group_size(TW, 1, 1)))
 void tf32_transpose(__global const float *restrict x, const int ldx, __global const float *restrict shift,
                     const float scale, __global float *restrict xt, const int m, const int n)
 {
     __local float tile[TJ * TK];
-    const int j0 = get_group_id(0) * TJ, k0 = get_group_id(1) * TK;
-    const int tx = get_local_id(0), ty = get_local_id(1), id = ty * 32 + tx;
+    const int j0 = get_group_id(0) * TJ, k0 = get_group_id(1) * TK, id = get_local_id(0);
 #pragma unroll
-    for (int c = 0; c < TJ / 32; ++c) {
-        const float less = scale * shift[j0 + 32 * c + tx];
-#pragma unroll
-        for (int r = ty; r < TK; r += 8)
-            tile[AT(32 * c + tx, r)] = x[(size_t)(k0 + r) * ldx + j0 + 32 * c + tx] - less;
+    for (int e = id; e < TJ * TK; e += TW) {
+        const int r = e / TJ, col = e % TJ;
+        tile[AT(col, r)] = x[(size_t)(k0 + r) * ldx + j0 + col] - scale * shift[j0 + col];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
-    for (int o = 4 * id; o < TJ * TK; o += 1024) {
+    for (int o = 4 * id; o < TJ * TK; o += 4 * TW) {
         const int run = o / (TJ * KC), q = o % (TJ * KC);
         const int j = q / (8 * KC) * 8 + q % 32 / 4, k = run * KC + q % (8 * KC) / 32 * 4;
         float4 v = (float4)(tile[AT(j, k)], tile[AT(j, k + 1)], tile[AT(j, k + 2)], tile[AT(j, k + 3)]);
@@ -155,7 +162,7 @@ inline void copy_chunk(__local float *st, __global const float *xt, const int n,
 {
     __global const float *chunk = xt + (size_t)k0 * n;
 #pragma unroll
-    for (int e = t; e < PIECES; e += THREADS)
+    for (int e = t; e < PIECES; e += LANES)
         copy16(st + 4 * e, chunk + (e < TM * KC / 4 ? i0 * KC + 4 * e : j0 * KC + 4 * e - TM * KC));
 }
 
@@ -165,7 +172,7 @@ inline void copy_chunk(__local float *st, __global const float *xt, const int n,
 inline void split_chunk(__local float *lo, __local const float *raw, const int t)
 {
 #pragma unroll
-    for (int e = t; e < PIECES; e += THREADS) {
+    for (int e = t; e < PIECES; e += LANES) {
         const float4 v = *(__local const float4 *)(raw + 4 * e);
         *(__local float4 *)(lo + 4 * e) = v - as_float4(as_uint4(v) & (uint4)(0xffffe000u));
     }
@@ -274,13 +281,24 @@ inline void chunk_products(float *acc, __local const float *st, const uint base,
 // of chunk ch, the copy of ch + AHEAD (the stage of ch - 2), the wait for ch - 1's
 // products, then between two barriers the lo parts of ch + 1 into the lo stage that
 // ch - 1 used: the tensor cores work through the split.
+// Every product of the chunk: work-item t plays work-items t, t + LANES, ... of the warp
+// groups (only itself with NV_PTX), each with its ACC sums.
+inline void all_products(float *acc, __local const float *st, const uint base, const int f, const int l,
+                         const int z, const int t)
+{
+#pragma unroll
+    for (int v = 0; v < VIRT; ++v) {
+        const int u = t + v * LANES;
+        chunk_products(acc + v * ACC, st, base, f, l, z, u / 128, u % 128 / 32, u % 32);
+    }
+}
+
 inline void step(float *acc, __local float *st, const uint base, __global const float *xt, const int n,
-                 const int ch, const int chunks, const int z, const int i0, const int j0, const int t,
-                 const int g, const int warp, const int lane)
+                 const int ch, const int chunks, const int z, const int i0, const int j0, const int t)
 {
     const int f = ch % STAGES * STAGE, l = STAGES * STAGE + ch % 2 * STAGE;
 #if MODE == 2
-    chunk_products(acc, st, base, f, l, z, g, warp, lane);
+    all_products(acc, st, base, f, l, z, t);
     if (ch + AHEAD < chunks)
         copy_chunk(st + (ch + AHEAD) % STAGES * STAGE, xt, n, (ch + AHEAD) * KC, i0, j0, t);
     copies_close();
@@ -305,7 +323,7 @@ inline void step(float *acc, __local float *st, const uint base, __global const 
     if (ch + AHEAD < chunks)
         copy_chunk(st + (ch + AHEAD) % STAGES * STAGE, xt, n, (ch + AHEAD) * KC, i0, j0, t);
     copies_close();
-    chunk_products(acc, st, base, f, l, z, g, warp, lane);
+    all_products(acc, st, base, f, l, z, t);
 #if NV_PTX && WAIT
     asm volatile("// WG_WAIT 1" ::: "memory");
 #elif NV_PTX
@@ -320,18 +338,18 @@ inline void step(float *acc, __local float *st, const uint base, __global const 
 // are either all in flight or all ended: with the flush a branch inside one loop over
 // all chunks, ptxas waited for every product at the loop's end ("warpgroup.wait is
 // injected").
-__kernel __attribute__((reqd_work_group_size(THREADS, 1, 1)))
+__kernel __attribute__((reqd_work_group_size(LANES, 1, 1)))
 void wgmma_gram(__global const float *restrict xt, const int m, const int n, __global const int2 *tiles,
                 __global float *restrict c, const int ldc, const int first)
 {
     __local float st[LOCAL] __attribute__((aligned(1024)));
-    const int t = get_local_id(0), g = t / 128, warp = t % 128 / 32, lane = t % 32;
+    const int t = get_local_id(0);
     const int i0 = tiles[get_group_id(0)].x, j0 = tiles[get_group_id(0)].y;
     const uint base = (uint)(size_t)st;
     const int chunks = m / KC;
-    float acc[ACC];
+    float acc[VIRT * ACC];
 #pragma unroll
-    for (int v = 0; v < ACC; ++v)
+    for (int v = 0; v < VIRT * ACC; ++v)
         acc[v] = 0.0f;
     for (int s = 0; s < AHEAD; ++s) {
         if (s < chunks)
@@ -348,15 +366,19 @@ void wgmma_gram(__global const float *restrict xt, const int m, const int n, __g
 #endif
     for (int c0 = 0; c0 < chunks; c0 += FLUSH / KC) {
         const int c1 = min(c0 + FLUSH / KC, chunks);
-        step(acc, st, base, xt, n, c0, chunks, 1, i0, j0, t, g, warp, lane);
+        step(acc, st, base, xt, n, c0, chunks, 1, i0, j0, t);
         for (int ch = c0 + 1; ch < c1; ++ch)
-            step(acc, st, base, xt, n, ch, chunks, 0, i0, j0, t, g, warp, lane);
+            step(acc, st, base, xt, n, ch, chunks, 0, i0, j0, t);
 #if NV_PTX
         asm volatile("// WG_WAIT 0" ::: "memory");
 #pragma unroll
         for (int q = 0; q < ACC / 16; ++q)
             MARK16("WG_HOLD", acc + 16 * q);
 #endif
-        flush(acc, c, ldc, i0, j0, g, warp, lane, first && c0 == 0);
+#pragma unroll
+        for (int v = 0; v < VIRT; ++v) {
+            const int u = t + v * LANES;
+            flush(acc + v * ACC, c, ldc, i0, j0, u / 128, u % 128 / 32, u % 32, first && c0 == 0);
+        }
     }
 }
