@@ -98,8 +98,10 @@ GRAM_SHAPES = [GRAM_SHAPE, GRAM_SHAPE_3X,
                {"WGS": 1, "MW": 1, "TN": 128, "KC": 16, "STAGES": 4, "WAIT": 1},
                {"WGS": 1, "MW": 2, "TN": 128, "KC": 8, "STAGES": 4, "WAIT": 1}]
 FLUSH_ROWS = 2048           # terms between two flushes of the sums into C
-# rows x columns of X per work-group of tf32_transpose: on an H200 (131,072 x 4,096)
-# 64 x 64 took 1.14 ms, 32 x 32 1.28, 32 x 128 1.45; a copy of X, 1.01 ms
+# rows x columns of X per work-group of tf32_transpose: on an H200 (131,072 x 4,096), with
+# work-groups of 32 x 8, 64 x 64 took 1.14 ms, 32 x 32 1.28, 32 x 128 1.45 (a copy of X,
+# 1.01 ms); with the 1-D work-group of 256 that lets PoCL at 32 work-items run it too,
+# part 6.3's stored run gives 1.42-1.57 ms
 TRANSPOSE_TILE = (64, 64)
 
 

@@ -7,6 +7,15 @@ events (the median of 5), and 64 rows of C against float64 (the chapter's error:
 largest difference over the largest entry). With --ptx DIR the rewritten PTX of each
 build is kept, for `ptxas -arch=sm_90a -v`.
 
+On an H200 (2026-11-28), the product alone (X' already written): 128 x 128 tiles of two
+warp groups, chunks of 16 rows, three stages, 9.97-10.37 ms for one-pass TF32 (the
+default); chunks of 8 in six stages 12.4 ms; 128 x 256 tiles 18.1 ms (one work-group a
+compute unit: too few bytes in flight); 64 x 128 tiles 14.2 ms. 3xTF32 (four stages of
+8 rows, two of lo parts) 27.7-27.9 ms. Before the chunks between flushes became a loop
+of their own, ptxas waited for every product at each loop end and WAIT=1 lost to WAIT=0.
+Copying X as stored and transposing each chunk in local memory instead of writing X'
+first took 24.5 ms.
+
     PYOPENCL_CTX=0 python3 tools/probe_wgmma_gram.py [--ptx DIR] [--only N ...]"""
 import argparse
 import pathlib
