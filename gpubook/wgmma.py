@@ -146,6 +146,14 @@ class Gram:
                    "LANES": self.lanes, "TW": launch.largest(device, 256),
                    "TJ": TRANSPOSE_TILE[1], "TK": TRANSPOSE_TILE[0]}
         prog = build(ctx, GRAM_PATH, defines)
+        if emulate:     # a kernel may allow fewer work-items than its device (llvmpipe: 32)
+            fit = {"LANES": launch.largest(device, self.lanes, lambda size: local,
+                                           kern=cl.Kernel(prog, "wgmma_gram")),
+                   "TW": launch.largest(device, defines["TW"], kern=cl.Kernel(prog, "tf32_transpose"))}
+            if fit != {k: defines[k] for k in fit}:
+                defines.update(fit)
+                self.lanes = fit["LANES"]
+                prog = build(ctx, GRAM_PATH, defines)
         self.ptx = ""
         if not emulate:
             self.ptx = rewrite(prog.binaries[0].decode("utf-8", "replace"), sync)

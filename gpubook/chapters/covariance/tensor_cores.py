@@ -25,7 +25,10 @@ MODES = tuple(tf32.MODES)                              # 'tf32-raw', 'tf32', '3x
 EMULATED_SHAPE = {"T": 16, "WARPS_M": 1, "WARPS_N": 1, "KC": 8}  # one warp a work-group: any device runs it
 EMULATED_MAX = (16_384, 256)                              # rows, features of the emulated check at most
 MANTISSA = {"float32": 23, "tf32": 10}                    # stored mantissa bits (the format's definition)
-WGMMA_EMULATED = (1_024, 256)                              # rows, features of step 8's emulated check at most
+WGMMA_EMULATED = (128, 256)    # rows, features of step 8's emulated check at most (within llvmpipe's loop cap)
+# step 8's emulated tiles: 64 x 64, one warp group, whose stages fit 32 KiB of local memory in
+# every mode (llvmpipe's); the tiles' code is the GPU's, their shape smaller
+WGMMA_EMULATED_SHAPE = {"WGS": 1, "MW": 1, "TN": 64, "KC": 8, "STAGES": 3, "WAIT": 1}
 
 
 def candidate_shapes():
@@ -199,9 +202,10 @@ def wgmma_events(cov, gram):
 def wgmma_errors(ctx, queue, cov, x, ref, emulate=False):
     """({mode: the chapter's error of C from step 8}, (m, n) checked, {mode: its Gram}).
 
-    On the tensor cores: the page's `cov` and data. emulate=True: each product done by
-    the work-items from local memory, on any device that gives a work-group 256
-    work-items, on at most WGMMA_EMULATED of x (its own float64 reference when cut).
+    On the tensor cores: the page's `cov` and data, in gpubook.wgmma's shapes.
+    emulate=True: each product done by the work-items from local memory, on any device
+    (a work-item plays several where a work-group is small), in WGMMA_EMULATED_SHAPE's
+    tiles, on at most WGMMA_EMULATED of x (its own float64 reference when cut).
     ValueError or LaunchError where it cannot run here."""
     if emulate:
         rows, cols = min(x.shape[0], WGMMA_EMULATED[0]), min(x.shape[1], WGMMA_EMULATED[1])
@@ -209,7 +213,8 @@ def wgmma_errors(ctx, queue, cov, x, ref, emulate=False):
             x = np.ascontiguousarray(x[:rows, :cols])
             ref = xtx.reference(x)
             cov = Covariance(ctx, queue, rows, cols)
-    grams = {mode: wgmma.Gram(ctx, queue, mode, emulate=emulate) for mode in MODES}
+    grams = {mode: wgmma.Gram(ctx, queue, mode, WGMMA_EMULATED_SHAPE if emulate else None, emulate=emulate)
+             for mode in MODES}
     errors = {}
     for mode, gram in grams.items():
         cov.upload(x)
