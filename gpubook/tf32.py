@@ -7,7 +7,7 @@ are gpubook.tensor's.
 import numpy as np
 import pyopencl as cl
 
-from . import launch
+from . import launch, xtx
 from .tensor import WARP, _build, _require, tf32_round, tf32_truncate  # noqa: F401 (tf32.tf32_round)
 
 
@@ -162,20 +162,7 @@ class XtX:
 
     def product(self, x):
         """S = XᵀX (float32; lower triangle, zeros above) of a host matrix."""
-        x = np.ascontiguousarray(x, np.float32)
-        if x.ndim != 2 or x.size == 0:
-            raise ValueError(f"expected a non-empty m x n matrix, got shape {x.shape}")
-        if not np.all(np.isfinite(x)):
-            raise ValueError("X contains NaN or infinite values")
-        m, n = x.shape
-        mf = cl.mem_flags
-        xb = cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
-        sb = cl.Buffer(self.ctx, mf.READ_WRITE, 4 * n * n)
-        cl.enqueue_fill_buffer(self.queue, sb, np.float32(0), 0, 4 * n * n)
-        cl.wait_for_events(self.enqueue(xb, m, n, sb))
-        s = np.empty((n, n), np.float32)
-        cl.enqueue_copy(self.queue, s, sb)
-        return s
+        return xtx.product_of(self.ctx, self.queue, x, self.enqueue)
 
 
 def xtx_local_bytes(shape, mode):

@@ -19,7 +19,7 @@ a 64 x 128 tile, took 47.4 ms for all 4,096 x 4,096 of C from 131,072 rows on an
 import numpy as np
 import pyopencl as cl
 
-from . import launch
+from . import launch, xtx
 from .kernels import build
 
 WARP_GROUP = 128
@@ -203,13 +203,4 @@ class Gram:
     def product(self, x):
         """C (float32) of a host matrix: the lower triangle and the diagonal tiles' upper
         parts as computed, zeros elsewhere above."""
-        x = np.ascontiguousarray(x, np.float32)
-        m, n = x.shape
-        mf = cl.mem_flags
-        xb = cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
-        cb = cl.Buffer(self.ctx, mf.READ_WRITE, 4 * n * n)
-        cl.enqueue_fill_buffer(self.queue, cb, np.float32(0), 0, 4 * n * n)
-        cl.wait_for_events(self.enqueue(xb, m, n, cb))
-        out = np.empty((n, n), np.float32)
-        cl.enqueue_copy(self.queue, out, cb)
-        return out
+        return xtx.product_of(self.ctx, self.queue, x, self.enqueue)

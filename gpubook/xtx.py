@@ -8,6 +8,7 @@ chapter 10 spreads it over devices.
 from dataclasses import dataclass
 
 import numpy as np
+import pyopencl as cl
 
 from . import launch, loopcap, tiles
 from .kernels import kernel
@@ -189,3 +190,24 @@ def launch_finish(queue, s, lds, c, rows, cols, d1, d2, inv_m, mirror=True, wait
     k = kernel(queue.context, "covariance/finish.cl", "finish", {"MIRROR": int(mirror)})
     return launch.enqueue(queue, k, (cols, rows), (16, 16), s, np.int32(lds), c,
                           np.int32(rows), np.int32(cols), d1, d2, np.float32(inv_m), wait_for=wait_for)
+
+
+def product_of(ctx, queue, x, enqueue):
+    """XᵀX of a host matrix through a product's `enqueue(x_buf, m, n, c_buf)` (its events):
+    x checked (2-D, not empty, finite), C zeroed first, so what the product leaves
+    unwritten above the diagonal reads 0; float32, n x n."""
+    x = np.ascontiguousarray(x, np.float32)
+    if x.ndim != 2 or x.size == 0:
+        raise ValueError(f"expected a non-empty m x n matrix, got shape {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("X contains NaN or infinite values")
+    m, n = x.shape
+    mf = cl.mem_flags
+    xb = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
+    cb = cl.Buffer(ctx, mf.READ_WRITE, 4 * n * n)
+    cl.enqueue_fill_buffer(queue, cb, np.float32(0), 0, 4 * n * n)
+    events = enqueue(xb, m, n, cb)
+    cl.wait_for_events(events if isinstance(events, list) else [events])
+    out = np.empty((n, n), np.float32)
+    cl.enqueue_copy(queue, out, cb)
+    return out

@@ -159,6 +159,16 @@ def products(ctx, queue, shapes, mode="3xtf32", emulate=False):
     return built, skipped
 
 
+def _cut(ctx, queue, cov, x, ref, most):
+    """(cov, x, ref) for at most `most` (rows, features) of x: its own Covariance and
+    float64 reference where cut, the page's where not."""
+    rows, cols = min(x.shape[0], most[0]), min(x.shape[1], most[1])
+    if (rows, cols) == x.shape:
+        return cov, x, ref
+    x = np.ascontiguousarray(x[:rows, :cols])
+    return Covariance(ctx, queue, rows, cols), x, xtx.reference(x)
+
+
 def mode_errors(ctx, queue, cov, x, ref, shape=None, emulate=False):
     """({mode: the chapter's error, xtx.error, of C from the tensor-core step}, (m, n) checked).
 
@@ -170,11 +180,7 @@ def mode_errors(ctx, queue, cov, x, ref, shape=None, emulate=False):
     if reason:
         raise ValueError(f"step 7's check cannot run here: {reason}")
     if emulate:
-        rows, cols = min(x.shape[0], EMULATED_MAX[0]), min(x.shape[1], EMULATED_MAX[1])
-        if (rows, cols) != x.shape:
-            x = np.ascontiguousarray(x[:rows, :cols])
-            ref = xtx.reference(x)
-            cov = Covariance(ctx, queue, rows, cols)
+        cov, x, ref = _cut(ctx, queue, cov, x, ref, EMULATED_MAX)
         shape = EMULATED_SHAPE
     errors = {mode: xtx.error(run(cov, x, tf32.XtX(ctx, queue, mode, shape=shape, emulate=emulate)), ref)
               for mode in MODES}
@@ -208,11 +214,7 @@ def wgmma_errors(ctx, queue, cov, x, ref, emulate=False):
     tiles, on at most WGMMA_EMULATED of x (its own float64 reference when cut).
     ValueError or LaunchError where it cannot run here."""
     if emulate:
-        rows, cols = min(x.shape[0], WGMMA_EMULATED[0]), min(x.shape[1], WGMMA_EMULATED[1])
-        if (rows, cols) != x.shape:
-            x = np.ascontiguousarray(x[:rows, :cols])
-            ref = xtx.reference(x)
-            cov = Covariance(ctx, queue, rows, cols)
+        cov, x, ref = _cut(ctx, queue, cov, x, ref, WGMMA_EMULATED)
     grams = {mode: wgmma.Gram(ctx, queue, mode, WGMMA_EMULATED_SHAPE if emulate else None, emulate=emulate)
              for mode in MODES}
     errors = {}
