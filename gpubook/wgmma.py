@@ -16,6 +16,8 @@ probe checks against NumPy.
 A first tile kernel that copied X into local memory through registers, each work-group
 a 64 x 128 tile, took 47.4 ms for all 4,096 x 4,096 of C from 131,072 rows on an H200
 (93 TFLOP/s), the same whether each wgmma was waited for or not: the copy set the pace."""
+import math
+
 import numpy as np
 import pyopencl as cl
 
@@ -114,12 +116,14 @@ def gram_local_bytes(shape, mode="tf32"):
 class Gram:
     """C = XᵀX for X (m x n, float32, row-major, stride ldx) in a device buffer, on
     Hopper's wgmma (or, emulate=True, the same kernel computing each product itself,
-    on any device): tf32_transpose writes X' (rounded or split as `mode` says, GRAM_MODES
-    as gpubook.tf32's), then wgmma_gram the tiles that hold C's lower triangle (those on
+    on any device): tf32_transpose writes X' (rounded in mode tf32; GRAM_MODES are
+    gpubook.tf32's), then wgmma_gram the tiles that hold C's lower triangle (those on
     the diagonal whole, so C's entries above it there are written too). In 3xtf32 each
     float x is hi + lo, hi = x truncated to TF32 (as the tensor core reads x), lo = x - hi
     computed in local memory, and three products (lo hi, hi lo, hi hi). sync=True waits
-    for each wgmma before the next (gpubook.wgmma.rewrite)."""
+    for each wgmma before the next (gpubook.wgmma.rewrite); flush_rows: terms between two
+    additions of the sums into C. Any m x n runs: sizes the tiles do not divide go
+    through zero-padded copies (`padded`)."""
 
     def __init__(self, ctx, queue, mode="tf32", shape=None, emulate=False, sync=False,
                  flush_rows=FLUSH_ROWS):
@@ -161,7 +165,7 @@ class Gram:
         self.transpose, self.gram = cl.Kernel(prog, "tf32_transpose"), cl.Kernel(prog, "wgmma_gram")
         self.transpose_size = defines["TW"]
         launch.check(device, self.lanes, local, kern=self.gram)
-        self._xt, self._tiles, self._zeros = {}, {}, {}
+        self._xt, self._tiles, self._zeros, self._pads = {}, {}, {}, {}
 
     def tile_list(self, n):
         """(i0, j0) of each tile that holds part of C's lower triangle, a row of tiles
@@ -169,20 +173,50 @@ class Gram:
         return np.array([(i, j) for i in range(0, n, self.tm) for j in range(0, n, self.tn)
                          if j < i + self.tm], np.int32)
 
-    def check_sizes(self, m, n):
+    def padded(self, m, n):
+        """(rows, columns) the kernels run on for an m x n X: each rounded up to what the
+        tiles and X' need (m to KC and the transpose's block, n to the tile's sides)."""
         tk, tj = TRANSPOSE_TILE
-        if m < 1 or n < 1 or m % tk or m % self.shape["KC"] or n % self.tm or n % self.tn or n % tj:
-            raise ValueError(f"m ({m}) must be a multiple of {tk} and of KC ({self.shape['KC']}), n ({n}) of "
-                             f"{tj}, of the tile's {self.tm} rows and of its {self.tn} columns")
+        rows, cols = math.lcm(tk, self.shape["KC"]), math.lcm(self.tm, self.tn, tj)
+        return -(-m // rows) * rows, -(-n // cols) * cols
+
+    def check_sizes(self, m, n):
+        if (m, n) != self.padded(m, n):
+            raise ValueError(f"m ({m}) and n ({n}) must be multiples of {self.padded(1, 1)} to run "
+                             "without padding")
 
     def enqueue(self, x, m, n, c, ldx=None, ldc=None, shift=None, scale=0.0, wait_for=None):
         """C's tiles (as above) from the m x n X in buffer x into buffer c, each column j
         of X less scale * shift[j] first (shift: a buffer of n floats; None: X as it is);
-        the two events, X' written and C."""
-        self.check_sizes(m, n)
+        the events, X' written and C (and, where m or n is not a multiple of the tiles',
+        the copies into and out of zero-padded buffers: the padding adds nothing to C, and
+        what the tiles leave unwritten there reads 0)."""
+        if m < 1 or n < 1:
+            raise ValueError(f"X needs at least one row and one column, not {m} x {n}")
         ldx, ldc = (n if ldx is None else ldx), (n if ldc is None else ldc)
         if ldx < n or ldc < n:
             raise ValueError("strides must be at least n")
+        mp, np_ = self.padded(m, n)
+        if (mp, np_) == (m, n):
+            return self._enqueue(x, m, n, c, ldx, ldc, shift, scale, wait_for)
+        if shift is not None:
+            raise ValueError(f"a shift needs m and n multiples of {self.padded(1, 1)} (the padding's "
+                             "zero rows would be shifted too): centre X first, or pad it")
+        mf = cl.mem_flags
+        if (mp, np_) not in self._pads:
+            self._pads[(mp, np_)] = (cl.Buffer(self.ctx, mf.READ_WRITE, 4 * mp * np_),
+                                     cl.Buffer(self.ctx, mf.READ_WRITE, 4 * np_ * np_))
+        xp, cp = self._pads[(mp, np_)]
+        fill = cl.enqueue_fill_buffer(self.queue, xp, np.float32(0), 0, 4 * mp * np_, wait_for=wait_for)
+        clear = cl.enqueue_fill_buffer(self.queue, cp, np.float32(0), 0, 4 * np_ * np_, wait_for=wait_for)
+        into = cl.enqueue_copy(self.queue, xp, x, src_origin=(0, 0), dst_origin=(0, 0), region=(4 * n, m),
+                               src_pitches=(4 * ldx,), dst_pitches=(4 * np_,), wait_for=[fill, clear])
+        events = self._enqueue(xp, mp, np_, cp, np_, np_, None, 0.0, [into])
+        out = cl.enqueue_copy(self.queue, c, cp, src_origin=(0, 0), dst_origin=(0, 0), region=(4 * n, n),
+                              src_pitches=(4 * np_,), dst_pitches=(4 * ldc,), wait_for=events[-1:])
+        return [fill, clear, into, *events, out]
+
+    def _enqueue(self, x, m, n, c, ldx, ldc, shift, scale, wait_for):
         mf = cl.mem_flags
         if (m, n) not in self._xt:
             self._xt[(m, n)] = cl.Buffer(self.ctx, mf.READ_WRITE, 4 * m * n)

@@ -77,9 +77,27 @@ def test_sizes_modes_and_shapes_that_cannot_run_are_refused(env):
     with pytest.raises(ValueError, match="local memory"):
         wgmma.Gram(ctx, queue, "3xtf32", {**wgmma.GRAM_SHAPE, "STAGES": 4}, emulate=False)
     gram = wgmma.Gram(ctx, queue, "tf32", SHAPES[2], emulate=True)
-    for m, n in ((100, 128), (128, 96), (0, 128)):
-        with pytest.raises(ValueError, match="must be a multiple"):
-            gram.check_sizes(m, n)
+    with pytest.raises(ValueError, match="must be multiples of"):
+        gram.check_sizes(100, 128)
+    mf = cl.mem_flags
+    xb = cl.Buffer(ctx, mf.READ_WRITE, 4 * 100 * 70)
+    with pytest.raises(ValueError, match="at least one row"):
+        gram.enqueue(xb, 0, 70, xb)
+    with pytest.raises(ValueError, match="a shift needs"):
+        gram.enqueue(xb, 100, 70, xb, shift=xb, scale=1.0)
+    with pytest.raises(ValueError, match="NaN"):
+        gram.product(np.full((4, 4), np.nan, np.float32))
+
+
+@pytest.mark.parametrize("m, n", [(100, 70), (1, 1), (65, 129)])
+def test_sizes_that_no_tile_divides_give_numpys_product(env, m, n):
+    ctx, queue = env
+    x = np.random.default_rng(m + n).integers(-2, 3, (m, n)).astype(np.float32)
+    got = wgmma.Gram(ctx, queue, "3xtf32", SHAPES[2], emulate=True).product(x)
+    want = x.astype(np.float64).T @ x
+    assert np.array_equal(got[lower(n)], want[lower(n)])
+    if n > 64:
+        assert got[0, n - 1] == 0                     # in no tile of the lower triangle
 
 
 def test_the_grams_markers_become_one_wgmma_as_wide_as_its_accumulators():
