@@ -70,8 +70,6 @@ def rewrite(ptx, sync=True):
             out.append("\tfence.proxy.async.shared::cta;")
         elif mark == "WG_FENCE":
             out += [] if sync else ["\twgmma.fence.sync.aligned;"]
-        elif mark == "WG_COMMIT_WAIT":
-            out += [] if sync else ["\twgmma.commit_group.sync.aligned;", "\twgmma.wait_group.sync.aligned 0;"]
         elif mark == "WG_MMA":
             d, (a, b, z) = words[2:-3], words[-3:]
             if len(words) < 9 or len(d) % 4:

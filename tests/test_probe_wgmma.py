@@ -107,7 +107,7 @@ def test_the_tile_kernels_markers_become_wgmma_waited_for_or_by_the_chunk():
 
     regs = " ".join(f"%f{i}" for i in range(1, 17))
     ptx = (".version 8.5\n.target sm_90, texmode_independent\n\t// WG_FENCE_PROXY\n\t// WG_FENCE\n"
-           f"\t// WG_MMA {regs} %rd7 %rd8 %r3\n\t// WG_MMA {regs} %rd9 %rd8 %r3\n\t// WG_COMMIT_WAIT\n\x00")
+           f"\t// WG_MMA {regs} %rd7 %rd8 %r3\n\t// WG_MMA {regs} %rd9 %rd8 %r3\n\t// WG_COMMIT\n\t// WG_WAIT 0\n\x00")
     for sync in (True, False):
         text = wgmma.rewrite(ptx, sync)
         assert ".target sm_90a" in text and "WG_" not in text and "fence.proxy.async.shared::cta;" in text
