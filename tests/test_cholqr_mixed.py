@@ -68,3 +68,40 @@ def test_unknown_mode_is_refused(fp64_env):
     _, ctx, queue = fp64_env
     with pytest.raises(ValueError, match="unknown mode"):
         mixed.MixedCholeskyQR2(ctx, queue, 8, mode="fp8", emulate=True)
+
+
+def test_available_says_why_not_off_nvidia(fp64_env):
+    _, ctx, queue = fp64_env
+    ok, why = mixed.available(ctx, queue)
+    if "NVIDIA" not in queue.device.platform.name:
+        assert not ok and "Hopper" in why
+
+
+def test_narrow_widen_and_diagonal_kernels(fp64_env):
+    """kernels/lsq/8_mixed.cl alone, at sizes that leave padding: A narrowed into a
+    zero-padded float32 matrix, a float32 matrix's lower triangle widened, a diagonal
+    moved; what lies outside each kernel's part is left as it was."""
+    import pyopencl as cl
+    from gpubook.kernels import kernel
+
+    _, ctx, queue = fp64_env
+    mf, i32 = cl.mem_flags, np.int32
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((7, 5))
+    x = np.full((9, 8), np.nan, np.float32)
+    ab = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
+    xb = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=x)
+    kernel(ctx, mixed.PATH, "narrow_rows")(queue, (8, 9), None, ab, i32(7), i32(5), i32(5), xb, i32(9), i32(8))
+    cl.enqueue_copy(queue, x, xb)
+    want = np.zeros((9, 8), np.float32)
+    want[:7, :5] = a.astype(np.float32)
+    assert np.array_equal(x, want)
+    cf = rng.standard_normal((8, 8)).astype(np.float32)
+    g = np.full((5, 5), -7.0)
+    cb = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=cf)
+    gbuf = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=g)
+    kernel(ctx, mixed.PATH, "widen_lower")(queue, (5, 5), None, cb, i32(8), i32(5), gbuf)
+    kernel(ctx, mixed.PATH, "add_to_diagonal")(queue, (5,), None, gbuf, i32(5), np.float64(-1.0))
+    cl.enqueue_copy(queue, g, gbuf)
+    want = np.where(np.tril(np.ones((5, 5), bool)), cf[:5, :5].astype(np.float64), -7.0) - np.eye(5)
+    assert np.array_equal(g, want)

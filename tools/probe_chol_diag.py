@@ -6,7 +6,8 @@ by the device's events. NVIDIA only (the stamps are inline PTX).
 
     PYOPENCL_CTX=0 python3 tools/probe_chol_diag.py [lsq/OTHER.cl ...]
 
-(each file named after the script: another version of 7_cholesky.cl, timed the same way)"""
+(each file named after the script: another version of 7_cholesky.cl, timed the same way;
+each with the block in local memory, DIAG_REGS=0, and in registers, DIAG_REGS=1)"""
 import sys
 
 import numpy as np
@@ -30,11 +31,13 @@ def main():
     stamps = cl.Buffer(ctx, mf.READ_WRITE, 8 * (CB + 4))
     i32, nv = np.int32, int("NVIDIA" in device.platform.name)
     print(f"{device.name}: chol_diag on one {CB} x {CB} block", flush=True)
-    for path, wg in [(p, w) for p in ["lsq/7_cholesky.cl"] + sys.argv[1:] for w in (256, 512, 1024)]:
+    for path, wg, regs in [(p, w, r) for p in ["lsq/7_cholesky.cl"] + sys.argv[1:] for w in (256, 512, 1024)
+                           for r in (0, 1)]:
         runs = {}
         for stamped in (0, 1):
             kern = kernel(ctx, ("device/nv_clock.cl", path) if stamped else path,
-                          "chol_diag", {"CB": CB, "WG": wg, "STAMPS": stamped, "NV_PTX": nv})
+                          "chol_diag", {"CB": CB, "WG": wg, "STAMPS": stamped, "NV_PTX": nv,
+                                       "DIAG_REGS": regs})
             times = []
             for rep in range(12):
                 cl.enqueue_copy(queue, g, g0)
@@ -51,7 +54,11 @@ def main():
         cl.enqueue_copy(queue, st, stamps)
         d = np.diff(st.astype(np.int64))
         steps = d[1:CB + 1]
-        print(f"  {path} WG {wg:4d}: {runs[0] * 1e6:6.1f} us ({runs[1] * 1e6:6.1f} us stamped), error {err:.1e}; "
+        res = gb.resources.kernel_resources(kernel(ctx, path, "chol_diag", {"CB": CB, "WG": wg, "STAMPS": 0,
+                                                                             "NV_PTX": nv, "DIAG_REGS": regs}),
+                                            device)
+        print(f"    registers {res['registers']}, stack {res['stack_bytes']}, spills {res['spill_stores']}")
+        print(f"  {path} WG {wg:4d}{' registers' if regs else ' local    '}: {runs[0] * 1e6:6.1f} us ({runs[1] * 1e6:6.1f} us stamped), error {err:.1e}; "
               f"cycles: load {d[0]}, {CB} steps {steps.sum()} (first {steps[0]}, middle {steps[CB // 2]}, "
               f"last {steps[-1]}), read back {d[CB + 1]}, M {d[CB + 2]}, all {int(st[-1] - st[0])}", flush=True)
 

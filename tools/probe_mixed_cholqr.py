@@ -9,6 +9,7 @@ against A'A; ||QᵀQ − I||_F of Q = Q1 R2^-1) and cuSOLVER's QR of the same ma
 import sys
 
 import numpy as np
+import pyopencl as cl
 
 sys.path.insert(0, __file__.rsplit("/", 2)[0])
 import gpubook as gb  # noqa: E402
@@ -39,6 +40,21 @@ def cusolver_seconds(a, repeats=5):
     return float(np.median(times))
 
 
+def diagnose(cq, a, r):
+    """Where R'R's error comes from: the first pass's residual, R against R2 R1 as
+    computed, and the second Cholesky's residual against the device's Q1'Q1."""
+    m, c = a.shape
+    q1, g1, g2 = np.empty((m, c)), np.empty((c, c)), np.empty((c, c))
+    for host, dev in ((q1, cq.Q), (g1, cq.G1), (g2, cq.G2)):
+        cl.enqueue_copy(cq.queue, host, dev)
+    r1, r2 = np.triu(g1), np.triu(g2)
+    return (f"||A - Q1 R1||/||A|| {np.linalg.norm(a - q1 @ r1) / np.linalg.norm(a):.1e}, "
+            f"||R - R2 R1||/||R|| {np.linalg.norm(r - r2 @ r1) / np.linalg.norm(r):.1e}, "
+            f"||Q1'Q1 - R2'R2||_F {np.linalg.norm(q1.T @ q1 - r2.T @ r2):.1e}, "
+            f"||R1'(Q1'Q1 - R2'R2)R1|| / ||A'A|| "
+            f"{np.linalg.norm(r1.T @ (q1.T @ q1 - r2.T @ r2) @ r1) / np.linalg.norm(a.T @ a):.1e}")
+
+
 def main():
     device, ctx, queue, _, _ = gb.open_device()
     x, y = make_problem(M, N)
@@ -49,7 +65,11 @@ def main():
     if base:
         print(f"  cuSOLVER QR (torch.linalg.qr, mode='r'): {base * 1e3:.2f} ms", flush=True)
     makers = {"float64 G1 (DMMA)": lambda: cholqr.CholeskyQR2(ctx, queue, N + 1, mma=True, emulate=EMULATE),
-              "TF32 G1 (wgmma)": lambda: mixed.MixedCholeskyQR2(ctx, queue, N + 1, emulate=EMULATE)}
+              "TF32 G1 (wgmma)": lambda: mixed.MixedCholeskyQR2(ctx, queue, N + 1, emulate=EMULATE),
+              "TF32 G1, Q1 and R2 R1 in GRAM_WIDE tiles": lambda: mixed.MixedCholeskyQR2(
+                  ctx, queue, N + 1, emulate=EMULATE, product_shape=cholqr.GRAM_WIDE),
+              "TF32 G1, Q1 and R2 R1 in GRAM_WIDE tiles, bands of 1,024": lambda: mixed.MixedCholeskyQR2(
+                  ctx, queue, N + 1, emulate=EMULATE, product_shape=cholqr.GRAM_WIDE, band=1024)}
     for name, make in makers.items():
         cq = make()
         found, r = lm.time_factor(cq, a, repeats=2 if EMULATE else 5)
@@ -60,6 +80,7 @@ def main():
               f"{getattr(cq, 'first', 'float64')} {getattr(cq, 'first_reason', '')}; Gram error "
               f"{gram_error(r, None, ref):.1e}, ||Q1'Q1 - I|| {checks['q1']:.1e}, ||Q'Q - I|| {checks['q']:.1e}",
               flush=True)
+        print("    " + diagnose(cq, a, r))
         print("    stages (ms): " + ", ".join(f"{k} {v * 1e3:.2f}" for k, v in found["stage_s"].items()))
         print("    kernels (ms): " + ", ".join(f"{k} {v * 1e3:.2f}" for k, v in found["by_kernel"].items()),
               flush=True)

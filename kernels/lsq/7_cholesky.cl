@@ -36,6 +36,14 @@
 #endif
 #define LDL (CB + 1)  // local rows padded by one: column walks change bank
 #define SB (CB < 16 ? CB : 16)       // the solves' sub-blocks
+// chol_diag with its block in registers (below) where a column has a work-item
+// per row at least: NACT work-items, RS rows apart, NR rows each
+#ifndef DIAG_REGS
+#define DIAG_REGS (WG >= CB)
+#endif
+#define NACT (WG < CB * CB ? WG : CB * CB)
+#define RS (NACT / CB)
+#define NR (CB / RS)
 
 // The block in local memory. At step c every work-item reads the pivot and
 // column c as the previous step left them, writes L's column c (scaled)
@@ -56,6 +64,60 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void chol_diag(
     __local double a[CB * LDL];
     const int lid = get_local_id(0);
     STAMP(0);
+#if DIAG_REGS
+    // work-item lid holds column lid % CB of rows lid / CB, + RS, + 2 RS, ... in
+    // registers; the owners of column c publish it in local memory, one buffer of
+    // two, and everyone updates its own entries from there
+    __local double col[2 * CB];
+    const int jj = lid % CB, i0 = lid / CB;
+    double v[NR];
+#pragma unroll
+    for (int k = 0; k < NR; ++k) {
+        const int i = i0 + k * RS;
+        v[k] = (lid < NACT && i < w && jj <= i) ? g[(size_t)(j0 + i) * ld + j0 + jj] : 0.0;
+    }
+    for (int e = lid; e < CB * CB; e += WG)
+        a[(e / CB) * LDL + e % CB] = 0.0;
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    STAMP(1);
+    for (int c = 0; c < w; ++c) {
+        __local double *cc = col + (c & 1) * CB;
+        if (lid < NACT && jj == c) {
+#pragma unroll
+            for (int k = 0; k < NR; ++k)
+                cc[i0 + k * RS] = v[k];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const double d = cc[c], rl = rsqrt(d), l = d * rl;
+        if (lid == 0) {
+            diag[j0 + c] = l;
+            if (!(d > 0.0) || isinf(d))
+                flag[0] = 1;
+        }
+        if (lid < NACT && jj == c) {                     // L[i][c], into both triangles
+#pragma unroll
+            for (int k = 0; k < NR; ++k) {
+                const int i = i0 + k * RS;
+                if (i >= c && i < w) {
+                    const double x = i == c ? l : v[k] * rl;
+                    g[(size_t)(j0 + i) * ld + j0 + c] = x;
+                    g[(size_t)(j0 + c) * ld + j0 + i] = x;
+                    a[i * LDL + c] = x;
+                }
+            }
+        } else if (lid < NACT && jj > c && jj < w) {
+            const double lj = cc[jj] * rl;
+#pragma unroll
+            for (int k = 0; k < NR; ++k) {
+                const int i = i0 + k * RS;
+                if (i >= jj && i < w)
+                    v[k] = fma(-(cc[i] * rl), lj, v[k]);
+            }
+        }
+        STAMP(2 + c);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+#else
     for (int e = lid; e < CB * CB; e += WG) {
         const int i = e / CB, j = e % CB;
         a[i * LDL + j] = (i < w && j <= i) ? g[(size_t)(j0 + i) * ld + j0 + j] : 0.0;
@@ -94,6 +156,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void chol_diag(
             a[i * LDL + j] = g[(size_t)(j0 + i) * ld + j0 + j];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+#endif
     STAMP(CB + 2);
     // M: L11 with its SB x SB diagonal sub-blocks replaced by their inverses
     // (zeros above): work-item (b, j) inverts column j of sub-block b

@@ -9,6 +9,9 @@
 //
 // widen_lower: g[i][j] = cf[i][j] (float32, stride ldf) for j <= i < c, as
 // float64 (stride c): the lower triangle, the part the Cholesky reads.
+//
+// add_to_diagonal: g[i][i] += v for i < c (stride c): R2 - I from R2, so that
+// R = R1 + (R2 - I) R1 rounds as a product of a small matrix.
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 
 __kernel void narrow_rows(__global const double *restrict a, const int m, const int c,
@@ -29,4 +32,11 @@ __kernel void widen_lower(__global const float *restrict cf, const int ldf,
     if (i >= c || j > i)
         return;
     g[(size_t)i * c + j] = (double)cf[(size_t)i * ldf + j];
+}
+
+__kernel void add_to_diagonal(__global double *restrict g, const int c, const double v)
+{
+    const int i = get_global_id(0);
+    if (i < c)
+        g[(size_t)i * c + i] += v;
 }

@@ -9,4 +9,4 @@ from .rows import (STEPS, TOL, packed_size, row_start, Factor, includ_reference,
 from .blocked import checked_rows  # noqa: F401
 from .tsqr import TSQR  # noqa: F401
 from .cholqr import CholeskyQR2  # noqa: F401
-from . import blocked, cholqr, figures, measure, pages, rows, tiled, tsqr  # noqa: F401
+from . import blocked, cholqr, figures, measure, mixed, pages, rows, tiled, tsqr  # noqa: F401

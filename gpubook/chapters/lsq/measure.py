@@ -251,7 +251,7 @@ KIND = {"tiles: Gram": "gram", "sum_chunks": "gram", "chol_diag": "cholesky", "c
         "tiles: R = R2 R1": "r",
         # the TF32 first Gram matrix (gpubook.chapters.lsq.mixed)
         "narrow_rows": "gram", "clear the Gram matrix": "gram", "tf32_transpose": "gram", "wgmma_gram": "gram",
-        "widen_lower": "gram"}
+        "widen_lower": "gram", "add_to_diagonal": "r", "R = R1": "r"}
 
 
 STAGE_LABELS = ["G1 = A'A", "G1 = R1'R1, R1^-1", "transposes", "Q1 = A R1^-1", "G2 = Q1'Q1", "G2 = R2'R2",

@@ -41,6 +41,18 @@ Q1_LIMIT = 2.0
 LAUNCHES = ("narrow_rows", "clear the Gram matrix", "tf32_transpose", "wgmma_gram", "widen_lower")
 
 
+def available(ctx, queue):
+    """(True, '') where the TF32 first pass runs on this device's tensor cores, else
+    (False, why not in a few words)."""
+    if "NVIDIA" not in queue.device.platform.name:
+        return False, "wgmma is Hopper's, reached through NVIDIA's driver"
+    try:
+        wgmma.Gram(ctx, queue, "tf32")
+    except (cl.Error, RuntimeError, ValueError) as err:
+        return False, f"part 6.3's wgmma Gram product does not build here ({str(err).splitlines()[0]})"
+    return True, ""
+
+
 def _ratio(diag):
     d = np.abs(diag)
     return float(d.max() / d.min()) if d.min() > 0 else np.inf
@@ -58,7 +70,7 @@ class MixedCholeskyQR2(cholqr.CholeskyQR2):
         super().__init__(ctx, queue, cols, mma=True, emulate=emulate, **options)
         self.gram32 = wgmma.Gram(ctx, queue, mode=mode, emulate=emulate)
         self.mixed_limit, self.q1_limit = float(mixed_limit), float(q1_limit)
-        self.k32 = {name: kernel(ctx, PATH, name) for name in ("narrow_rows", "widen_lower")}
+        self.k32 = {name: kernel(ctx, PATH, name) for name in ("narrow_rows", "widen_lower", "add_to_diagonal")}
         self._tf32, self._floats = True, {}
         self.first, self.first_reason = None, ""
 
@@ -84,6 +96,18 @@ class MixedCholeskyQR2(cholqr.CholeskyQR2):
         events.append(launch.enqueue(q, self.k32["widen_lower"], (c, c), (64, 4), cf, i32(np_), i32(c), g,
                                      bound=self.products.bound))
         trace.extend(zip(LAUNCHES, events))
+
+    def _triangular_product(self, name, low, up, out, trace):
+        """R = R1 + (R2 - I) R1 (low: R2' below its diagonal, up: R1): after a TF32
+        first pass R2 is I plus terms of about 1e-2, not 1e-13, and R2 R1 as one
+        product would carry rounding errors of the size of R2 R1's terms; the
+        product of R2 - I carries errors a hundred times smaller, and only the
+        addition rounds at R's own size."""
+        q, c = self.queue, self.C
+        trace.append(("add_to_diagonal", launch.enqueue(q, self.k32["add_to_diagonal"], (c,), (64,), low,
+                                                        np.int32(c), np.float64(-1.0))))
+        trace.append(("R = R1", cl.enqueue_copy(q, out, up)))
+        super()._triangular_product(name, low, up, out, trace, accumulate=True)
 
     def enqueue(self, buf, m, trace=None):
         self.first = "TF32" if self._tf32 else "float64"
