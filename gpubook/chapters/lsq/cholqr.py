@@ -281,17 +281,18 @@ class CholeskyQR2(Factors):
             return False
         return self.C < WIDE_FROM if self._across is None else bool(self._across)
 
-    def _triangular_product(self, name, low, up, out, trace):
+    def _triangular_product(self, name, low, up, out, trace, **kw):
         """out = low' up for two upper-triangular factors held as low (R2',
         lower) and up (R1), block by block: the band of rows [i0, i1) of
-        column band [j0, j1) sums over rows i0..j1 only."""
+        column band [j0, j1) sums over rows i0..j1 only. kw: more arguments of
+        the product (accumulate=True adds to out)."""
         q, c = self.queue, self.C
         for j0 in range(0, c, self.band):
             j1 = min(c, j0 + self.band)
             for i0 in range(0, j1, self.band):
                 i1 = min(j1, i0 + self.band)
                 trace.append((name, self.products(q, self.product_shape, low, i0, c, up, j0, c, out,
-                                                 i0 * c + j0, c, i1 - i0, j1 - j0, i0, j1)))
+                                                 i0 * c + j0, c, i1 - i0, j1 - j0, i0, j1, **kw)))
 
     def enqueue_q(self, x, m, out, trace):
         """out = x R^-1 for the m rows in x, with R^-T in E: R^-1 transposed
