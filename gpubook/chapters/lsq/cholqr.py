@@ -123,7 +123,7 @@ class CholeskyQR2(Factors):
             self.products.check(ctx, device, EDGE_ROWS)
         if self.edges and self.products.on_tensor_cores(self.product_shape):
             self.products.check(ctx, device, EDGE_COLS)
-        self.q1_shape = self._q1_whole(ctx, device) or self.product_shape
+        self.q1_shape = self._q1_whole(ctx, device) or self._q1_wide(ctx, device) or self.product_shape
         if mma:
             update_shape, inverse_shape = update_shape or dmma.SHAPE, inverse_shape or dmma.SHAPE
         self.chol = DeviceCholesky(ctx, queue, cols, block, update_shape, inverse_shape, self.products, panel)
@@ -164,6 +164,19 @@ class CholeskyQR2(Factors):
         except launch.LaunchError:
             return None
         return shape
+
+    def _q1_wide(self, ctx, device):
+        """GRAM_WIDE for Q1 = A R1^-1 of a wide matrix on the FP64 tensor cores, read
+        from A's transposed copy, where the device holds the tile; else None. On an
+        H200 (2026-11-28, tools/probe_mixed_cholqr.py, 25,000 x 5,001, bands of 512)
+        Q1 took 18.7 ms against 20.3 ms in dmma.SHAPE's tiles."""
+        if self.C < WIDE_FROM or self.reads_a_across or not self.products.on_tensor_cores(self.product_shape):
+            return None
+        try:
+            self.products.check(ctx, device, GRAM_WIDE)
+        except launch.LaunchError:
+            return None
+        return GRAM_WIDE
 
     @property
     def gram_edge(self):
