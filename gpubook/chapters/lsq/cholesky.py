@@ -27,6 +27,11 @@ PANEL = 8
 # chol_diag from 70.3 to 54.4 us a block, and the factorisation from 16.2 to 15.2 ms;
 # 1,024 gave 54.1 us.
 DIAG_WORK_ITEMS = 512
+# L^-1's launches run on a second queue of the same device, each after the launch of
+# the factorisation it needs: the factorisation's chain of small launches leaves most
+# compute units idle, and the inverse's launches are not on that chain (the next
+# block waits for the trailing update, never for the inverse).
+OVERLAP = True
 
 
 class DeviceCholesky:
@@ -37,7 +42,7 @@ class DeviceCholesky:
     product_shape: those of the inverse's update (either kind: Products)."""
 
     def __init__(self, ctx, queue, k, block=64, update_shape=None, product_shape=None, products=None,
-                 panel=PANEL):
+                 panel=PANEL, overlap=OVERLAP):
         device = queue.device
         if int(panel) < 1:
             raise ValueError("a panel holds at least one block")
@@ -69,7 +74,12 @@ class DeviceCholesky:
         # the pivots and the failure flag of two factorisations (slots 0 and 1)
         self.diag = [cl.Buffer(ctx, mf.READ_WRITE, 8 * self.k) for _ in range(2)]
         self.flag = [cl.Buffer(ctx, mf.READ_WRITE, 4) for _ in range(2)]
-        self.linv = cl.Buffer(ctx, mf.READ_WRITE, 8 * self.CB * self.CB)
+        # each block's M apart, so that the inverse's launches may lag the factorisation's
+        blocks, align = -(-self.k // self.CB), max(8, int(device.mem_base_addr_align) // 8)
+        stride = -(-8 * self.CB * self.CB // align) * align
+        self._m = cl.Buffer(ctx, mf.READ_WRITE, stride * blocks)
+        self.linv = [self._m.get_sub_region(b * stride, 8 * self.CB * self.CB) for b in range(blocks)]
+        self.side = cl.CommandQueue(ctx, device, properties=queue.properties) if overlap else queue
 
     def enqueue(self, g, slot=0, inverse=None, trace=None):
         """Factor g (k x k, stride k) in place; L^-1 into `inverse` when given.
@@ -83,9 +93,14 @@ class DeviceCholesky:
         trace = [] if trace is None else trace
         diag, flag = self.diag[slot], self.flag[slot]
         cl.enqueue_fill_buffer(q, flag, np.int32(0), 0, 4)
+        self._side = []                          # the inverse's last launch on the side queue
         if inverse is not None:
-            cl.enqueue_fill_buffer(q, inverse, np.float64(0), 0, 8 * k * k)
-            launch.enqueue(q, self.kern["unit_diagonal"], (k,), (256,), inverse, i32(k), i32(k))
+            # after everything the queue holds so far (an earlier run may still read `inverse`)
+            after = [cl.enqueue_marker(q)] if self.side is not q else None
+            self._side = [cl.enqueue_fill_buffer(self.side, inverse, np.float64(0), 0, 8 * k * k,
+                                                 wait_for=after)]
+            self._side = [launch.enqueue(self.side, self.kern["unit_diagonal"], (k,), (256,), inverse, i32(k),
+                                         i32(k), wait_for=self._side)]
         pb = cb * self.panel
         for p0 in range(0, k, pb):
             pend = min(k, p0 + pb)
@@ -93,38 +108,47 @@ class DeviceCholesky:
                 self._block(j0, min(cb, k - j0), pend, g, diag, flag, inverse, trace)
             if pend < k:                         # the panel's columns, all at once, on the rest
                 rest, r12 = k - pend, p0 * k + pend
+                if inverse is not None:          # L21 is final: later launches write below the panel
+                    self._inverse(trace, ("tiles: inverse -= L21 X", self.products(
+                        self.side, self.product_shape, g, r12, k, inverse, p0 * k, k, inverse, pend * k,
+                        k, rest, pend, 0, pend - p0, alpha=-1.0, accumulate=True, wait_for=self._solved)))
                 trace.append(("tiles: trailing -= L21 L21'", self.products(
                     q, self.update_shape, g, r12, k, g, r12, k, g, pend * k + pend, k,
                     rest, rest, 0, pend - p0, alpha=-1.0, accumulate=True, triangle=True)))
-                if inverse is not None:
-                    trace.append(("tiles: inverse -= L21 X", self.products(
-                        q, self.product_shape, g, r12, k, inverse, p0 * k, k, inverse, pend * k,
-                        k, rest, pend, 0, pend - p0, alpha=-1.0, accumulate=True)))
+        if inverse is not None and self.side is not q:   # the queue's next launch reads L^-1
+            cl.enqueue_barrier(q, wait_for=self._side[-1:])
+
+    def _inverse(self, trace, launched):
+        """One launch of the inverse's (name, event): into the trace and the side's chain."""
+        trace.append(launched)
+        self._side = [launched[1]]
 
     def _block(self, j0, w, pend, g, diag, flag, inverse, trace):
         """Factor the block of columns [j0, j0 + w) of a panel that ends at pend:
         its diagonal block, the rows below it, and the update of the panel's
         columns after it (the rest of the matrix waits for the panel's end)."""
         q, i32, k, bound = self.queue, np.int32, self.k, self.products.bound
-        rest = k - j0 - w
+        rest, linv = k - j0 - w, self.linv[j0 // self.CB]
         trace.append(("chol_diag", self.products.launch(q, self.kern["chol_diag"], (self.wg,), (self.wg,), g,
-                                                        i32(k), i32(j0), i32(w), diag, flag, self.linv)))
+                                                        i32(k), i32(j0), i32(w), diag, flag, linv)))
         if rest:
             trace.append(("chol_rows", launch.enqueue(q, self.kern["chol_rows"], (rest,), (64,), g, i32(k),
-                                                      i32(j0), i32(k), self.linv, bound=bound)))
+                                                      i32(j0), i32(k), linv, bound=bound)))
+        solved = self._solved = [trace[-1][1]]   # L11's M and the rows below: what the inverse reads
         if inverse is not None:
-            trace.append(("chol_cols", launch.enqueue(q, self.kern["chol_cols"], (j0 + w,), (64,), inverse,
-                                                      i32(k), i32(j0), i32(w), self.linv, bound=bound)))
+            self._inverse(trace, ("chol_cols", launch.enqueue(
+                self.side, self.kern["chol_cols"], (j0 + w,), (64,), inverse, i32(k), i32(j0), i32(w), linv,
+                bound=bound, wait_for=solved + self._side)))
         inside = pend - j0 - w                   # the panel's columns after this block
         if rest and inside:
             r12 = j0 * k + j0 + w                # R12: the block's rows, the columns after it
+            if inverse is not None:
+                self._inverse(trace, ("tiles: inverse -= L21 X", self.products(
+                    self.side, self.product_shape, g, r12, k, inverse, j0 * k, k, inverse, (j0 + w) * k,
+                    k, inside, j0 + w, 0, w, alpha=-1.0, accumulate=True, wait_for=solved)))
             trace.append(("tiles: trailing -= L21 L21'", self.products(
                 q, self.update_shape, g, r12, k, g, r12, k, g, (j0 + w) * k + j0 + w, k,
                 rest, inside, 0, w, alpha=-1.0, accumulate=True)))
-            if inverse is not None:
-                trace.append(("tiles: inverse -= L21 X", self.products(
-                    q, self.product_shape, g, r12, k, inverse, j0 * k, k, inverse, (j0 + w) * k,
-                    k, inside, j0 + w, 0, w, alpha=-1.0, accumulate=True)))
 
     def status(self, slot=0):
         """(True when every pivot was positive and finite, R's diagonal)."""
