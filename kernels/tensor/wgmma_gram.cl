@@ -37,8 +37,9 @@
 // computed by the work-items from local memory in float32, so a CPU checks the tiles,
 // the copies, the layouts and the flushes.
 // Build options: WGS, MW, TN (a multiple of 32), KC (of 8), STAGES (at least 2 +
-// WAIT), WAIT, FLUSH (a multiple of KC), MODE. Sizes: m a multiple of KC and FLUSH,
-// n of TM and TN (gpubook.wgmma.Gram checks them).
+// WAIT), WAIT, FLUSH (a multiple of KC), MODE, LANES, and tf32_transpose's TW
+// work-items on blocks of TK rows by TJ columns. Sizes: m a multiple of KC and TK,
+// n of TM, TN and TJ (gpubook.wgmma.Gram pads other sizes).
 #ifndef NV_PTX
 #define NV_PTX 0
 #endif
@@ -96,11 +97,18 @@ void tf32_transpose(__global const float *restrict x, const int ldx, __global co
 {
     __local float tile[TJ * TK];
     const int j0 = get_group_id(0) * TJ, k0 = get_group_id(1) * TK, id = get_local_id(0);
+#if TW % TJ == 0
+    const int col = id % TJ;                   // the same column at every step: one shift
+    const float less = scale * shift[j0 + col];
 #pragma unroll
+    for (int r = id / TJ; r < TK; r += TW / TJ)
+        tile[AT(col, r)] = x[(size_t)(k0 + r) * ldx + j0 + col] - less;
+#else
     for (int e = id; e < TJ * TK; e += TW) {
         const int r = e / TJ, col = e % TJ;
         tile[AT(col, r)] = x[(size_t)(k0 + r) * ldx + j0 + col] - scale * shift[j0 + col];
     }
+#endif
     barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
     for (int o = 4 * id; o < TJ * TK; o += 4 * TW) {
