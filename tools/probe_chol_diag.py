@@ -4,7 +4,7 @@ block loaded, each column's step, L11 read back, the inverted sub-blocks M), for
 one block of CB = 64 columns, at each work-group size, with the launch's time
 by the device's events. NVIDIA only (the stamps are inline PTX).
 
-    PYOPENCL_CTX=0 python3 tools/probe_chol_diag.py [lsq/OTHER.cl ...]
+    PYOPENCL_CTX=0 python3 tools/probe_chol_diag.py [lsq/OTHER.cl ...] [--steps]
 
 (each file named after the script: another version of 7_cholesky.cl, timed the same way;
 each with the block in local memory, DIAG_REGS=0, and in registers, DIAG_REGS=1)"""
@@ -31,7 +31,7 @@ def main():
     stamps = cl.Buffer(ctx, mf.READ_WRITE, 8 * (CB + 4))
     i32, nv = np.int32, int("NVIDIA" in device.platform.name)
     print(f"{device.name}: chol_diag on one {CB} x {CB} block", flush=True)
-    for path, wg, regs in [(p, w, r) for p in ["lsq/7_cholesky.cl"] + sys.argv[1:] for w in (256, 512, 1024)
+    for path, wg, regs in [(p, w, r) for p in ["lsq/7_cholesky.cl"] + [a for a in sys.argv[1:] if not a.startswith("--")] for w in (256, 512, 1024)
                            for r in (0, 1)]:
         runs = {}
         for stamped in (0, 1):
@@ -61,6 +61,8 @@ def main():
         print(f"  {path} WG {wg:4d}{' registers' if regs else ' local    '}: {runs[0] * 1e6:6.1f} us ({runs[1] * 1e6:6.1f} us stamped), error {err:.1e}; "
               f"cycles: load {d[0]}, {CB} steps {steps.sum()} (first {steps[0]}, middle {steps[CB // 2]}, "
               f"last {steps[-1]}), read back {d[CB + 1]}, M {d[CB + 2]}, all {int(st[-1] - st[0])}", flush=True)
+        if "--steps" in sys.argv:
+            print("    each step's cycles: " + " ".join(str(int(c)) for c in steps), flush=True)
 
 
 if __name__ == "__main__":

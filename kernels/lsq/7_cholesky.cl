@@ -94,24 +94,22 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void chol_diag(
             if (!(d > 0.0) || isinf(d))
                 flag[0] = 1;
         }
-        if (lid < NACT && jj == c) {                     // L[i][c], into both triangles
-#pragma unroll
-            for (int k = 0; k < NR; ++k) {
-                const int i = i0 + k * RS;
-                if (i >= c && i < w) {
-                    const double x = i == c ? l : v[k] * rl;
-                    g[(size_t)(j0 + i) * ld + j0 + c] = x;
-                    g[(size_t)(j0 + c) * ld + j0 + i] = x;
-                    a[i * LDL + c] = x;
-                }
-            }
-        } else if (lid < NACT && jj > c && jj < w) {
+        if (lid >= c && lid < w) {               // L[lid][c], into both triangles
+            const double x = lid == c ? l : cc[lid] * rl;
+            g[(size_t)(j0 + lid) * ld + j0 + c] = x;
+            g[(size_t)(j0 + c) * ld + j0 + lid] = x;
+            a[lid * LDL + c] = x;
+        }
+        if (lid < NACT && jj > c && jj < w) {   // every load, then the updates that count
             const double lj = cc[jj] * rl;
+            double x[NR];
+#pragma unroll
+            for (int k = 0; k < NR; ++k)
+                x[k] = cc[i0 + k * RS];
 #pragma unroll
             for (int k = 0; k < NR; ++k) {
                 const int i = i0 + k * RS;
-                if (i >= jj && i < w)
-                    v[k] = fma(-(cc[i] * rl), lj, v[k]);
+                v[k] = (i >= jj && i < w) ? fma(-(x[k] * rl), lj, v[k]) : v[k];
             }
         }
         STAMP(2 + c);
