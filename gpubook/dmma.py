@@ -67,24 +67,35 @@ def local_bytes(shape, emulate=False, device=None):
     return shape.get("STAGES", 2) * 8 * shape["KC"] * (row(shape["TM"]) + row(shape["TN"])) + scratch
 
 
-def get_kernel(ctx, device, shape, triangle=False, emulate=False, a_trans=False):
+def get_kernel(ctx, device, shape, triangle=False, emulate=False, a_trans=False, upper=False):
     """The built kernel for a shape, or a clear error: a shape that breaks the
     fragments' rules, one the device cannot hold, or no tensor cores here
     (tensor.TensorCoreError with the gate's reason). Checked once per context,
     device and shape: CholeskyQR2 launches hundreds of products, and the checks'
     queries of the device would otherwise cost more host time than a launch.
-    a_trans: the kernel that reads A the other way round (product's a_trans)."""
+    a_trans: the kernel that reads A the other way round (product's a_trans);
+    upper: the one that runs only the tiles of an upper triangle (product's upper)."""
     key = (ctx.int_ptr, device.int_ptr, tuple(sorted(shape.items())), bool(triangle), bool(emulate),
-           bool(a_trans))
+           bool(a_trans), bool(upper))
     if key not in _checked:
-        _checked[key] = _checked_kernel(ctx, device, shape, triangle, emulate, a_trans)
+        _checked[key] = _checked_kernel(ctx, device, shape, triangle, emulate, a_trans, upper)
     return _checked[key]
 
 
 _checked = {}
 
 
-def _checked_kernel(ctx, device, shape, triangle, emulate, a_trans=False):
+def _refuse_upper_with(triangle, a_trans):
+    if triangle:
+        raise ValueError("upper (the tiles of an upper triangle) and triangle (those of a lower one) exclude "
+                         "each other")
+    if a_trans:
+        raise ValueError("upper takes A as stored (lower triangular), not the other way round (a_trans)")
+
+
+def _checked_kernel(ctx, device, shape, triangle, emulate, a_trans=False, upper=False):
+    if upper:
+        _refuse_upper_with(triangle, a_trans)
     if not emulate:
         tensor._require(device, emulate)
     mma = mma_shape(shape, device, emulate)
@@ -100,12 +111,14 @@ def _checked_kernel(ctx, device, shape, triangle, emulate, a_trans=False):
                          "multiples of 16")
     if triangle and tm != tn:
         raise ValueError("the triangle needs square tiles")
+    if upper and tm != tn:
+        raise ValueError(f"{label(shape)}: upper (the tiles of an upper triangle) needs square tiles")
     if shape.get("ACROSS", 4) not in (4, 8, 16) or kc % shape.get("ACROSS", 4):
         raise ValueError(f"{label(shape)}: ACROSS (the lanes along a row of A read across) is 4, 8 or 16 "
                          "and divides KC")
     launch.check(device, work_items(shape), local_bytes(shape, emulate, device))
     defines = {**{k: shape[k] for k in TILE_KEYS}, "STAGES": shape.get("STAGES", 2), "PAIRS": pairs(shape),
-               "TRIANGLE": int(triangle), "ATRANS": int(bool(a_trans)),
+               "TRIANGLE": int(triangle), "ATRANS": int(bool(a_trans)), **({"UPPER": 1} if upper else {}),
                **({"ACROSS": shape["ACROSS"]} if "ACROSS" in shape else {}), **tensor.f64_defines(mma)}
     kern = tensor._build(ctx, device, PATH, "dmma_tiles", defines, emulate)
     launch.check(device, work_items(shape), kern=kern)
@@ -114,20 +127,30 @@ def _checked_kernel(ctx, device, shape, triangle, emulate, a_trans=False):
 
 def product(queue, shape, a, a_off, lda, b, b_off, ldb, c, c_off, ldc, m, n, k_begin, k_end, k_chunk=None,
             c_stride=0, alpha=1.0, accumulate=False, triangle=False, emulate=False, wait_for=None, bound=None,
-            a_trans=False):
+            a_trans=False, upper=False):
     """As gpubook.tiles.launch in double (the same arguments and result), on
     the FP64 tensor cores. bound: a launch.Bound that keeps the arguments set.
     a_trans: A is given the other way round, C[i][j] = alpha * sum over k of
-    A[a_off + i*lda + k] * B[k][j] (its rows are the rows of C)."""
+    A[a_off + i*lda + k] * B[k][j] (its rows are the rows of C).
+    upper: a square C = A'B of a lower-triangular A (A[k][i] = 0 for k < i) and
+    an upper-triangular B (B[k][j] = 0 for k > j), square tiles: one launch of
+    only the tiles that touch C's upper triangle (diagonal included), each summing
+    over the rows k where neither factor is zero (k counted from k = 0 at a_off and
+    b_off; chapter 8's R = R2 R1). The tiles below the diagonal are not written; those
+    on it write their part below it too (zeros, the factors being triangular)."""
     rows = k_end - k_begin
     k_chunk = max(1, rows) if k_chunk is None else int(k_chunk)
     if triangle and m != n:
         raise ValueError("the triangle needs a square C")
     if a_trans and triangle:
         raise ValueError("the triangle reads A as B; it cannot take A the other way round")
-    kern = get_kernel(queue.context, queue.device, shape, triangle, emulate, a_trans)
+    if upper:
+        _refuse_upper_with(triangle, a_trans)
+        if m != n:
+            raise ValueError("upper (the tiles of an upper triangle) needs a square C")
+    kern = get_kernel(queue.context, queue.device, shape, triangle, emulate, a_trans, upper)
     tiles_y, tiles_x = -(-m // shape["TM"]), -(-n // shape["TN"])
-    groups = tiles_x * (tiles_x + 1) // 2 if triangle else tiles_y * tiles_x
+    groups = tiles_x * (tiles_x + 1) // 2 if triangle or upper else tiles_y * tiles_x
     chunks = max(1, -(-rows // k_chunk))
     nt, i32 = work_items(shape), np.int32
     return (launch.call if bound is None else bound)(

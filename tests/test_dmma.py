@@ -2,7 +2,7 @@
 Ampere's m8n8k4 shape and Hopper's m16n8k4 and m16n8k8)
 run emulated on PoCL against NumPy float64: offsets, strides, sizes that are
 not multiples of the tile or of the mma shape, chunks of rows, the triangle,
-alpha and accumulation; and chapter 8's CholeskyQR2 with its products there.
+the upper triangle of a triangular product, alpha and accumulation; and chapter 8's CholeskyQR2 with its products there.
 On an NVIDIA GPU the same kernel runs on the tensor cores (the mma layout
 itself is checked by tests/test_tensor.py)."""
 import os
@@ -103,6 +103,82 @@ def test_a_given_the_other_way_round(fp64_env, m, n, rows, chunk, tile):
     assert np.max(np.abs(out - expect)) <= 1e-13 * max(1.0, np.max(np.abs(expect)))
 
 
+UPPER_TILES = {"m8n8k4": SMALL, "m16n8k4, warps along j": {**HOPPER, "TN": 32, "WARPS_N": 2},
+               "one stage": HOPPER_ONE_STAGE, "m8n8k4 paired": SHAPES["m8n8k4 paired"]}
+
+
+@pytest.mark.parametrize("tile", list(UPPER_TILES))
+@pytest.mark.parametrize("accumulate", [True, False])
+@pytest.mark.parametrize("c, k_begin, k_end, chunk", [(5, 0, 5, None), (40, 0, 40, 12), (53, 2, 50, 12),
+                                                      (70, 0, 70, 16), (70, 7, 70, None)])
+def test_upper_gives_the_product_of_a_lower_and_an_upper_triangle(fp64_env, c, k_begin, k_end, chunk,
+                                                                   accumulate, tile):
+    """upper: C = alpha L'U (+ C) for a lower-triangular L and an upper-triangular U,
+    square, in one launch of the tiles on and above the diagonal, each over its rows
+    max(k0, i0)..min(k1, j0 + TN) only: the terms those clip away hold NaN here, so a
+    read of one would show. Sizes off the tile, rows in chunks of k_chunk at c_stride,
+    offsets and strides; within 1e-12 of NumPy's float64 product relative to its largest
+    term. The tiles below the diagonal keep what C held."""
+    _, ctx, queue = fp64_env
+    shape = UPPER_TILES[tile]
+    t = shape["TM"]
+    rng = np.random.default_rng(c + k_begin + 100 * accumulate)
+    low, up = np.tril(rng.standard_normal((c, c))), np.triu(rng.standard_normal((c, c)))
+    k, col = np.indices((c, c))
+    low_nan, up_nan = low.copy(), up.copy()
+    low_nan[k < col // t * t] = np.nan                 # rows above the first row of the column's tile of C
+    up_nan[k >= (col // t + 1) * t] = np.nan           # rows past the last column of the column's tile
+    lda, ldb, ldc = c + 3, c + 2, c + 1
+    a = rng.standard_normal(c * lda + 4)
+    b = rng.standard_normal(c * ldb + 4)
+    a[1:1 + c * lda].reshape(c, lda)[:, :c] = low_nan
+    b[2:2 + c * ldb].reshape(c, ldb)[:, :c] = up_nan
+    rows = k_end - k_begin
+    chunks = 1 if chunk is None else -(-rows // chunk)
+    stride = (c + 1) * ldc
+    c0 = rng.standard_normal(chunks * stride + 5)
+    out = run(ctx, queue, a, b, c0, a_off=1, lda=lda, b_off=2, ldb=ldb, c_off=3, ldc=ldc, m=c, n=c,
+              k_begin=k_begin, k_end=k_end, k_chunk=chunk, c_stride=stride, alpha=-0.5, accumulate=accumulate,
+              upper=True, shape=shape)
+    expect = c0.copy()
+    above = np.triu(np.ones((c, c), bool))
+    tiles_below = (np.arange(c)[:, None] // t) > (np.arange(c)[None, :] // t)
+    for h in range(chunks):
+        lo, hi = (k_begin, k_end) if chunk is None else (k_begin + h * chunk, min(k_end, k_begin + (h + 1) * chunk))
+        block = expect[3 + h * stride:][:c * ldc].reshape(c, ldc)[:, :c]
+        product = -0.5 * low[lo:hi].T @ up[lo:hi]
+        assert np.all(product[~above] == 0)
+        block[above] = block[above] * accumulate + product[above]
+        got = out[3 + h * stride:][:c * ldc].reshape(c, ldc)[:, :c]
+        assert np.all(got[tiles_below] == block[tiles_below])                 # not written
+        if accumulate:
+            assert np.all(got[~above] == block[~above])                       # += exact zeros
+        else:
+            assert np.all(got[~above & ~tiles_below] == 0)
+            block[~above & ~tiles_below] = 0
+    assert np.all(np.isfinite(out))
+    assert np.max(np.abs(out - expect)) <= 1e-12 * max(1.0, np.max(np.abs(expect)))
+
+
+def test_upper_is_refused_with_the_triangle_a_the_other_way_round_or_off_the_square(fp64_env):
+    _, ctx, queue = fp64_env
+    buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 8 * 64)
+    for kw, words in (({"triangle": True}, "exclude each other"), ({"a_trans": True}, "other way round")):
+        with pytest.raises(ValueError, match=words):
+            dmma.product(queue, SMALL, buf, 0, 8, buf, 0, 8, buf, 0, 8, 8, 8, 0, 8, upper=True, emulate=EMULATE,
+                         **kw)
+        with pytest.raises(ValueError, match=words):
+            dmma.get_kernel(ctx, queue.device, SMALL, emulate=True, upper=True, **kw)
+    with pytest.raises(ValueError, match="needs a square C"):
+        dmma.product(queue, SMALL, buf, 0, 8, buf, 0, 8, buf, 0, 8, 8, 7, 0, 8, upper=True, emulate=EMULATE)
+    with pytest.raises(ValueError, match="upper .* needs square tiles"):
+        dmma.get_kernel(ctx, queue.device, HOPPER, emulate=True, upper=True)
+    with pytest.raises(ValueError, match="FP64 tensor cores only"):
+        cholqr.Products(emulate=True).check(ctx, queue.device, cholqr.PRODUCT_SHAPE, upper=True)
+    assert cholqr.Products.upper_in_one(SMALL) and not cholqr.Products.upper_in_one(HOPPER)
+    assert not cholqr.Products.upper_in_one(cholqr.PRODUCT_SHAPE)
+
+
 def test_a_the_other_way_round_is_refused_in_the_triangle(fp64_env):
     _, ctx, queue = fp64_env
     buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 8 * 64)
@@ -164,6 +240,25 @@ def test_cholesky_qr2_with_its_products_on_the_tensor_core_kernel(fp64_env, tile
     assert tsqr.gram_error(r, a) < 1e-12
     ref = np.linalg.qr(a, mode="r")
     assert np.max(np.abs(np.abs(r) - np.abs(ref))) <= 1e-10 * np.max(np.abs(ref))
+
+
+@pytest.mark.parametrize("tile, launches", [(SMALL, 1), (HOPPER, 6)])
+def test_cholesky_qr2_takes_r2_r1_in_one_launch_on_square_tensor_core_tiles(fp64_env, tile, launches):
+    """R = R2 R1 of 70 columns: one launch of dmma.product's upper in square tiles;
+    band by band (bands of 32: 1 + 2 + 3 launches) in tiles of 32 x 16. R'R
+    matches A'A within 1e-12 of its largest term either way."""
+    _, ctx, queue = fp64_env
+    a = np.random.default_rng(11).standard_normal((300, 70))
+    cq = cholqr.CholeskyQR2(ctx, queue, 70, block=16, band=32, mma=True,
+                            emulate=EMULATE, gram_shape=SMALL, product_shape=tile, update_shape=SMALL)
+    trace = []
+    cq.enqueue(cq.upload(a), len(a), trace)
+    assert cq.settle(None, len(a)) == "CholeskyQR2"
+    r = cq.r()
+    assert [n for n, _ in trace].count("tiles: R = R2 R1") == launches
+    g = a.T @ a
+    assert np.max(np.abs(r.T @ r - g)) <= 1e-12 * np.max(np.abs(g))
+    assert tsqr.gram_error(r, a) < 1e-13
 
 
 def test_the_wide_gram_tile_gives_the_triangle_at_sizes_off_its_tiles(fp64_env):

@@ -89,9 +89,11 @@ CASES = {
     "multi": ["tests/test_multi.py::test_covariance_split_over_devices[1]"],
     "multi-partials": ["tests/test_multi_sums.py::test_partials_kernel_at_tiny_sizes[5]"],
     # the FP64 tensor-core tiles through their emulated product (the warps' mma in local
-    # memory): offsets, edges, chunks and A read the other way round
+    # memory): offsets, edges, chunks, A read the other way round and the upper triangle
     "dmma-emulated": ["tests/test_dmma.py::test_product_matches_numpy[5-40-53-12-m16n8k4]",
-                      "tests/test_dmma.py::test_a_given_the_other_way_round[5-40-53-12-one stage, 4 across]"],
+                      "tests/test_dmma.py::test_a_given_the_other_way_round[5-40-53-12-one stage, 4 across]",
+                      "tests/test_dmma.py::test_upper_gives_the_product_of_a_lower_and_an_upper_triangle"
+                      "[53-2-50-12-True-m8n8k4]"],
     # the wgmma kernels as every device builds them (NV_PTX=0: the products from local
     # memory): the probe with the host's layouts, and the Gram's tiles, X' and the 3xTF32
     # split, in shapes whose local memory fits Oclgrind's 32 KiB

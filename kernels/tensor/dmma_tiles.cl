@@ -42,8 +42,19 @@
 // Build options: TM, TN, WARPS_M, WARPS_N, KC (multiple of F64_K), STAGES (1 or
 // 2, default 2), PAIRS (0 or 1, default 0), ATRANS (default 0), F64_M, F64_K
 // (mma.cl), TRIANGLE (only tiles on and below the diagonal of a square C),
-// EMULATE (gpubook.tensor). The rows k_begin..k_end are split into chunks of
-// k_chunk, one per get_group_id(1); chunk h writes its sums at c_off + h * c_stride.
+// UPPER (below), EMULATE (gpubook.tensor). The rows k_begin..k_end are split into
+// chunks of k_chunk, one per get_group_id(1); chunk h writes its sums at
+// c_off + h * c_stride.
+//
+// UPPER=1 (square tiles, a square C; not with TRIANGLE or ATRANS): C = A'B for a
+// lower-triangular A (A[k][i] = 0 for k < i) and an upper-triangular B (B[k][j] = 0
+// for k > j), indices as above (A[k][i] at a_off + k lda + i); chapter 8's
+// R = R2 R1 in one launch. Only the tiles that touch C's upper triangle run (bi <= bj,
+// tiles_x (tiles_x + 1) / 2 work-groups), and each sums over its rows
+// max(k0, i0)..min(k1, j0 + TN) only: the other terms are zero. Group n
+// takes diagonal d = tiles_x - 1 - r, where r (r + 1) / 2 <= n < (r + 1) (r + 2) / 2,
+// and on it the tile bi = n - r (r + 1) / 2, bj = bi + d: the farthest diagonals,
+// whose sums are the longest, start first.
 #ifndef STAGES
 #define STAGES 2
 #endif
@@ -57,6 +68,15 @@
 #endif
 #ifndef ATRANS
 #define ATRANS 0
+#endif
+#ifndef TRIANGLE
+#define TRIANGLE 0
+#endif
+#ifndef UPPER
+#define UPPER 0
+#endif
+#if UPPER && (TRIANGLE || ATRANS || TM != TN)
+#error "UPPER takes square tiles, and neither TRIANGLE nor ATRANS"
 #endif
 #define PAD(w) (PAIRS ? 4 : (w) % 16 == 8 ? 0 : 8)
 #define LDA (TM + PAD(TM))
@@ -142,6 +162,16 @@ static void fetch_a(double *next, __global const double *p, const int ld, const 
         fetch(next, LA, TM, p, ld, kk, k1, left);
 }
 
+// The row r of a triangle of tiles enumerated row by row (r + 1 tiles in row r)
+// that holds tile n: r (r + 1) / 2 <= n < (r + 1) (r + 2) / 2.
+inline int triangle_row(const int n)
+{
+    int r = (int)((sqrt(8.0f * n + 1.0f) - 1.0f) * 0.5f);
+    while (r * (r + 1) / 2 > n) --r;                 // float rounding, either way
+    while ((r + 1) * (r + 2) / 2 <= n) ++r;
+    return r;
+}
+
 __kernel __attribute__((reqd_work_group_size(NTH, 1, 1)))
 void dmma_tiles(__global const double *restrict a, const int a_off, const int lda,
                 __global const double *restrict b, const int b_off, const int ldb,
@@ -155,10 +185,9 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
     __local double scratch[EMULATE ? NTH / 32 * MMA_F64_SCRATCH : 1];
     const int grp = get_group_id(0);
 #if TRIANGLE
-    int bi = (int)((sqrt(8.0f * grp + 1.0f) - 1.0f) * 0.5f);
-    while (bi * (bi + 1) / 2 > grp) --bi;            // float rounding, either way
-    while ((bi + 1) * (bi + 2) / 2 <= grp) ++bi;
-    const int bj = grp - bi * (bi + 1) / 2;
+    const int bi = triangle_row(grp), bj = grp - bi * (bi + 1) / 2;
+#elif UPPER
+    const int tr = triangle_row(grp), bi = grp - tr * (tr + 1) / 2, bj = bi + tiles_x - 1 - tr;
 #else
     const int bi = grp / tiles_x, bj = grp % tiles_x;
 #endif
@@ -167,8 +196,12 @@ void dmma_tiles(__global const double *restrict a, const int a_off, const int ld
               t = mma_lane() % 4;
     const int wm = warp / WARPS_N * WTM, wn = warp % WARPS_N * WTN;
     __local double *scr = scratch + (EMULATE ? warp * MMA_F64_SCRATCH : 0);
-    const int k0 = k_begin + get_group_id(1) * k_chunk;
-    const int k1 = min(k_end, k0 + k_chunk);
+    int k0 = k_begin + get_group_id(1) * k_chunk;
+    int k1 = min(k_end, k0 + k_chunk);
+#if UPPER
+    k1 = min(k1, j0 + TN);  // rows k >= j0 + TN: B[k][j] = 0 for every j of the tile
+    k0 = max(k0, i0);       // rows k < i0: A[k][i] = 0 for every i of the tile
+#endif
     __global const double *pa = a + a_off + (ATRANS ? (size_t)i0 * lda : i0),
                           *pb = b + b_off + j0;
 

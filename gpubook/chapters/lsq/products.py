@@ -28,9 +28,21 @@ class Products:
     def on_tensor_cores(shape):
         return "WARPS_M" in shape
 
-    def check(self, ctx, device, shape, triangle=False):
+    @classmethod
+    def upper_in_one(cls, shape):
+        """True where a product of two triangular factors over an upper triangle runs as
+        one launch (dmma.product's upper: the FP64 tensor cores, square tiles); where
+        False it runs band by band."""
+        return cls.on_tensor_cores(shape) and shape["TM"] == shape["TN"]
+
+    def check(self, ctx, device, shape, triangle=False, upper=False):
+        """Build the kernel a shape runs, or raise a clear error. upper: the FP64
+        tensor-core kernel's single launch over an upper triangle (dmma.product's upper;
+        the register tiles have none)."""
         if self.on_tensor_cores(shape):
-            dmma.get_kernel(ctx, device, shape, triangle, self.emulate)
+            dmma.get_kernel(ctx, device, shape, triangle, self.emulate, upper=upper)
+        elif upper:
+            raise ValueError("upper (one launch over an upper triangle) runs on the FP64 tensor cores only")
         else:
             tiles.launch_kernel(ctx, device, shape, np.float64, triangle=triangle)
 
