@@ -5,7 +5,7 @@ and in TF32 on wgmma (gpubook.chapters.lsq.mixed), each timed by the device's cl
 against A'A; ||QᵀQ − I||_F of Q = Q1 R2^-1) and cuSOLVER's QR of the same matrix
 (torch.linalg.qr, mode='r', CUDA events) in the same run.
 
-    PYOPENCL_CTX=0 python3 tools/probe_mixed_cholqr.py [ROWS COLS] [--emulate]"""
+    PYOPENCL_CTX=0 python3 tools/probe_mixed_cholqr.py [ROWS COLS] [--emulate] [--serial]"""
 import sys
 
 import numpy as np
@@ -66,8 +66,8 @@ def main():
         print(f"  cuSOLVER QR (torch.linalg.qr, mode='r'): {base * 1e3:.2f} ms", flush=True)
     makers = {"float64 G1 (DMMA)": lambda: cholqr.CholeskyQR2(ctx, queue, N + 1, mma=True, emulate=EMULATE),
               "TF32 G1 (wgmma)": lambda: mixed.MixedCholeskyQR2(ctx, queue, N + 1, emulate=EMULATE),
-              "TF32 G1 (wgmma), L^-1 on the same queue": lambda: mixed.MixedCholeskyQR2(
-                  ctx, queue, N + 1, emulate=EMULATE, overlap=False)}
+              **({"TF32 G1 (wgmma), L^-1 on the same queue": lambda: mixed.MixedCholeskyQR2(
+                  ctx, queue, N + 1, emulate=EMULATE, overlap=False)} if "--serial" in sys.argv else {})}
     for name, make in makers.items():
         cq = make()
         found, r = lm.time_factor(cq, a, repeats=2 if EMULATE else 5)
