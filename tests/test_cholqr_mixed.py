@@ -105,3 +105,9 @@ def test_narrow_widen_and_diagonal_kernels(fp64_env):
     cl.enqueue_copy(queue, g, gbuf)
     want = np.where(np.tril(np.ones((5, 5), bool)), cf[:5, :5].astype(np.float64), -7.0) - np.eye(5)
     assert np.array_equal(g, want)
+
+
+def test_busy_seconds_counts_overlap_once():
+    from types import SimpleNamespace as NS
+    evs = [NS(profile=NS(start=s, end=e)) for s, e in ((0, 10), (5, 12), (20, 25), (21, 22))]
+    assert lm.busy_seconds(evs) == pytest.approx(17e-9)

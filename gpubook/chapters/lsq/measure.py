@@ -80,7 +80,7 @@ def time_factor(cq, a, repeats=3, warmup=1):
     ({"median_s", "q20_s", "q80_s"} of the device's clock, {"wall_s",
     "wall_q20_s", "wall_q80_s"} of the wall's, the medians of the host's time
     in `enqueue` ("enqueue_s") and of the device's idle time between the first
-    launch's start and the last one's end ("idle_s"), "by_kernel", "launches",
+    launch's start and the last one's end, when no launch of either queue ran ("idle_s"), "by_kernel", "launches",
     "method", "cond_estimate", "reason", and per stage of `phases` its launches
     and device seconds: "stage_launches", "stage_s"), and R of the last run."""
     a = tsqr.checked(a, cq.C)
@@ -101,7 +101,7 @@ def time_factor(cq, a, repeats=3, warmup=1):
             walls.append(time.perf_counter() - t0)
             spans.append((trace[-1][1].profile.end - trace[0][1].profile.start) * 1e-9)
             host.append(t1 - t0)
-            idle.append(spans[-1] - sum(event_seconds(ev) for _, ev in trace))
+            idle.append(spans[-1] - busy_seconds([ev for _, ev in trace]))
     t, wall = stats(spans), stats(walls)
     r = cq.r()
     work.release()
@@ -119,6 +119,20 @@ def time_factor(cq, a, repeats=3, warmup=1):
             "passes": passes[0], "passes_text": passes[1],
             "stage_s": {label: sum(event_seconds(trace[i][1]) for i in idx) for label, idx in stages},
             "method": cq.method, "cond_estimate": cq.cond_estimate, "reason": cq.reason}, r
+
+
+def busy_seconds(events):
+    """Seconds in which at least one of the events' launches ran: the union of their
+    [start, end] intervals (launches on two queues may overlap, and their sum would
+    count the overlap twice)."""
+    spans = sorted((ev.profile.start, ev.profile.end) for ev in events)
+    busy, end = 0, None
+    for s, e in spans:
+        if end is None or s > end:
+            busy, end = busy + (e - s), e
+        elif e > end:
+            busy, end = busy + (e - end), e
+    return busy * 1e-9
 
 
 def enqueue_seconds(cq, a, repeats=3):
