@@ -87,15 +87,17 @@ class Factors:
 class CholeskyQR2(Factors):
     """R of an m x `cols` float64 matrix by CholeskyQR2 on the device, with
     TSQR where it is too ill-conditioned. band: the columns of each launch of
-    the triangular products (Q1 = A R1^-1 and R2 R1), which skip the zero
-    half of the triangle band by band. mma=True: the products over all m rows
+    the triangular products (Q1 = A R1^-1, and R2 R1 where it does not run in one
+    launch: Products.upper_in_one), which skip the zero half of the triangle band
+    by band. mma=True: the products over all m rows
     (the Gram matrices, Q1) and R2 R1 on the FP64 tensor cores (gpubook.dmma,
     NVIDIA only), and the Cholesky factorisations' updates too: with panels of
     PANEL blocks they are deep enough to gain there (an H100, 2026-11-26:
     97 ms of device time against 105 ms with one-block updates on the
     register tiles); the Gram products of a wide matrix in GRAM_WIDE's larger
-    tiles (`gram_note` says which). panel: the blocks of one panel, overlap: L^-1 on a second queue (DeviceCholesky). Shapes given
-    explicitly pick their own kernel (Products). After each factorisation: `method`
+    tiles (`gram_note` says which). panel: the blocks of one panel, overlap: L^-1
+    on a second queue (DeviceCholesky). Shapes given explicitly pick their own
+    kernel (Products). After each factorisation: `method`
     ("CholeskyQR2" or "TSQR"), `cond_estimate` (the first factor's diagonal
     ratio, inf when its Cholesky failed) and `reason` (why it fell back, ''
     when it did not)."""
