@@ -34,6 +34,13 @@ DIAG_WORK_ITEMS = 512
 OVERLAP = True
 
 
+def diagonal_ratio(ok, diag):
+    """A Cholesky factor's largest diagonal entry over its smallest (a lower estimate of
+    its condition number); inf where the factorisation failed or a pivot is zero."""
+    d = np.abs(diag)
+    return float(d.max() / d.min()) if ok and d.min() > 0 else np.inf
+
+
 class DeviceCholesky:
     """G = L L' in place for a k x k float64 matrix on the device (its lower
     triangle is read): L in the lower triangle, R = L' in the upper, by

@@ -27,7 +27,8 @@ import pyopencl as cl
 from ... import dmma, launch
 from ...device import compute_units, require_fp64
 from ...kernels import kernel
-from .cholesky import PANEL, PATH, PRODUCT_SHAPE, UPDATE_SHAPE, DeviceCholesky  # noqa: F401 (cholqr's names)
+from .cholesky import (PANEL, PATH, PRODUCT_SHAPE, UPDATE_SHAPE, DeviceCholesky,  # noqa: F401 (cholqr's names)
+                       diagonal_ratio)
 from .products import Products
 from . import inputs
 from .tsqr import PATH as TSQR_PATH, TSQR, checked, checked_rows_buffer, fit_rows, rank_checked_fit
@@ -356,8 +357,7 @@ class CholeskyQR2(Factors):
         (which overwrites buf) when the pivots say CholeskyQR2 cannot."""
         ok1, diag = self.chol.status(0)
         ok2, _ = self.chol.status(1)
-        d = np.abs(diag)
-        self.cond_estimate = float(d.max() / d.min()) if ok1 and d.min() > 0 else np.inf
+        self.cond_estimate = diagonal_ratio(ok1, diag)
         if not ok1:
             return self._fall_back(buf, m, trace, "the Gram matrix is not numerically positive definite")
         if not self.cond_estimate <= self.limit:

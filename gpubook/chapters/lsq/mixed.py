@@ -53,11 +53,6 @@ def available(ctx, queue):
     return True, ""
 
 
-def _ratio(diag):
-    d = np.abs(diag)
-    return float(d.max() / d.min()) if d.min() > 0 else np.inf
-
-
 class MixedCholeskyQR2(cholqr.CholeskyQR2):
     """CholeskyQR2 of an m x `cols` float64 matrix (as cholqr.CholeskyQR2 with
     mma=True) whose first Gram matrix is computed in TF32 by wgmma (mode: a
@@ -118,7 +113,7 @@ class MixedCholeskyQR2(cholqr.CholeskyQR2):
         has been replaced by a float64 one (enqueued again, the same trace)."""
         if self.first == "TF32":
             (ok1, d1), (ok2, d2) = self.chol.status(0), self.chol.status(1)
-            r1, r2 = (_ratio(d) if ok else np.inf for ok, d in ((ok1, d1), (ok2, d2)))
+            r1, r2 = cholqr.diagonal_ratio(ok1, d1), cholqr.diagonal_ratio(ok2, d2)
             why = ("the TF32 Gram matrix is not numerically positive definite" if not ok1 else
                    f"cond(A) is about {r1:.1e}, above the TF32 limit {self.mixed_limit:g}"
                    if not r1 <= self.mixed_limit else
