@@ -62,6 +62,12 @@ def rewrite(ptx, sync=True):
                                  f"accumulators, not {len(pending)}: {ln.strip()}")
             out += _mma(pending, *words[2:], sync)
             pending = []
+        elif mark == "WG_MMA_GOR":
+            if len(words) != 8 or not pending or len(pending) % 8 or len(pending) > 128:
+                raise ValueError(f"WG_MMA_GOR needs 6 operands after WG_ACC markers of 8 to 128 "
+                                 f"accumulators, not {len(pending)}: {ln.strip()}")
+            out += _mma(pending, "{" + ", ".join(words[2:6]) + "}", *words[6:], sync)
+            pending = []
         elif mark == "WG_COMMIT":
             out += [] if sync else ["\twgmma.commit_group.sync.aligned;"]
         elif mark == "WG_WAIT":
@@ -88,15 +94,20 @@ LOCAL_LIMIT = 48 * 1024     # bytes of local memory NVIDIA's OpenCL gives a work
 # The tile, its warp groups and stages (kernels/tensor/wgmma_gram.cl): the default,
 # then the others tools/probe_wgmma_gram.py tries.
 GRAM_SHAPE = {"WGS": 2, "MW": 1, "TN": 128, "KC": 16, "STAGES": 3, "WAIT": 0}
-# 3xTF32's two more stages of lo parts leave room for chunks of 8 rows only
-GRAM_SHAPE_3X = {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 4, "WAIT": 1}
-GRAM_SHAPES = [GRAM_SHAPE, GRAM_SHAPE_3X,
+# 3xTF32's stages of lo parts leave room for chunks of 8 rows only; A from registers
+# (AREG) keeps only B's lo parts in local memory, and three stages of them (LOS) save a
+# barrier a chunk: on an H200 (2026-11-28) 25.2-25.4 ms for the product, against
+# 27.6-28.0 with both lo parts in two stages
+GRAM_SHAPE_3X = {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 4, "WAIT": 1, "AREG": 1, "LOS": 3}
+GRAM_SHAPES = [GRAM_SHAPE, GRAM_SHAPE_3X, {**GRAM_SHAPE_3X, "AREG": 0, "LOS": 2},
                {"WGS": 2, "MW": 1, "TN": 128, "KC": 16, "STAGES": 3, "WAIT": 1},
                {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 6, "WAIT": 1},
                {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 5, "WAIT": 0},
                {"WGS": 2, "MW": 1, "TN": 256, "KC": 8, "STAGES": 4, "WAIT": 1},
                {"WGS": 1, "MW": 1, "TN": 128, "KC": 16, "STAGES": 4, "WAIT": 1},
-               {"WGS": 1, "MW": 2, "TN": 128, "KC": 8, "STAGES": 4, "WAIT": 1}]
+               {"WGS": 1, "MW": 2, "TN": 128, "KC": 8, "STAGES": 4, "WAIT": 1},
+               {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 5, "WAIT": 1, "AREG": 1},
+               {"WGS": 1, "MW": 2, "TN": 128, "KC": 8, "STAGES": 5, "WAIT": 1, "AREG": 1}]
 FLUSH_ROWS = 2048           # terms between two flushes of the sums into C
 # rows x columns of X per work-group of tf32_transpose: on an H200 (131,072 x 4,096), with
 # work-groups of 32 x 8, 64 x 64 took 1.14 ms, 32 x 32 1.28, 32 x 128 1.45 (a copy of X,
@@ -106,9 +117,11 @@ TRANSPOSE_TILE = (64, 64)
 
 
 def gram_local_bytes(shape, mode="tf32"):
-    """Local memory of one work-group: its stages, and in 3xtf32 two more for lo parts."""
-    extra = 2 if GRAM_MODES[mode] == 2 else 0
-    return 4 * (shape["STAGES"] + extra) * (64 * shape["WGS"] * shape["MW"] + shape["TN"]) * shape["KC"]
+    """Local memory of one work-group: its stages, and in 3xtf32 LOS (2 or 3) more of
+    lo parts (of B's rows only where AREG takes A from registers)."""
+    tm, tn = 64 * shape["WGS"] * shape["MW"], shape["TN"]
+    lo = shape.get("LOS", 2) * ((0 if shape.get("AREG") else tm) + tn) if GRAM_MODES[mode] == 2 else 0
+    return 4 * (shape["STAGES"] * (tm + tn) + lo) * shape["KC"]
 
 
 class Gram:
@@ -131,6 +144,10 @@ class Gram:
         self.shape = dict(shape or (GRAM_SHAPE_3X if mode == "3xtf32" else GRAM_SHAPE))
         sh = self.shape
         ahead = sh["STAGES"] - 2 if GRAM_MODES[mode] == 2 else sh["STAGES"] - 1 - sh["WAIT"]
+        if (sh.get("AREG") or "LOS" in sh) and GRAM_MODES[mode] != 2:
+            raise ValueError(f"AREG (A from registers) and LOS are 3xtf32's, not {mode}'s")
+        if sh.get("LOS", 2) not in (2, 3):
+            raise ValueError(f"LOS (stages of lo parts) must be 2 or 3, not {sh['LOS']}")
         if sh["TN"] % 32 or sh["TN"] > 256 or sh["KC"] not in (8, 16, 32) or not 1 <= ahead <= 5:
             raise ValueError(f"shape {sh}: TN must be a multiple of 32 up to 256, KC 8, 16 or 32, and "
                              "STAGES from 2 + WAIT to 6 + WAIT (3 to 7 in 3xtf32)")

@@ -12,7 +12,9 @@ from gpubook.chapters.covariance import tensor_cores as ct
 
 SHAPES = [wgmma.GRAM_SHAPE,
           {"WGS": 1, "MW": 2, "TN": 128, "KC": 8, "STAGES": 4, "WAIT": 1},
-          {"WGS": 1, "MW": 1, "TN": 64, "KC": 8, "STAGES": 3, "WAIT": 1}]
+          {"WGS": 1, "MW": 1, "TN": 64, "KC": 8, "STAGES": 3, "WAIT": 1},
+          {"WGS": 1, "MW": 2, "TN": 64, "KC": 8, "STAGES": 3, "WAIT": 1, "AREG": 1},
+          {"WGS": 1, "MW": 1, "TN": 64, "KC": 8, "STAGES": 4, "WAIT": 1, "AREG": 1, "LOS": 3}]
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +28,8 @@ def lower(n):
 
 
 @pytest.mark.parametrize("shape, mode", [(SHAPES[0], "tf32-raw"), (SHAPES[0], "3xtf32"), (SHAPES[1], "tf32"),
-                                         (SHAPES[2], "3xtf32")],
+                                         (SHAPES[2], "3xtf32"), (SHAPES[3], "3xtf32"),
+                                         (SHAPES[4], "3xtf32")],
                          ids=lambda v: v if isinstance(v, str) else "-".join(str(x) for x in v.values()))
 def test_small_integers_give_numpys_product_exactly(env, shape, mode):
     ctx, queue = env
@@ -49,6 +52,23 @@ def test_the_modes_errors_are_tf32s_and_3xtf32_is_float32s(env):
     assert 1e-4 < err["tf32-raw"] < 3e-3           # truncated to 10 bits: each term off by up to 2^-10
     assert err["tf32"] < err["tf32-raw"] / 3        # rounded: errors of both signs
     assert err["3xtf32"] < 1e-5                      # the split: float32's digits back
+    areg = wgmma.Gram(ctx, queue, "3xtf32", SHAPES[3], emulate=True).product(x)
+    same = wgmma.Gram(ctx, queue, "3xtf32", {**SHAPES[3], "AREG": 0}, emulate=True).product(x)
+    assert np.array_equal(areg[keep], same[keep])    # A's lo parts from registers: the same sums
+
+
+def test_a_from_registers_is_3xtf32s_and_saves_a_stage_of_lo_parts(env):
+    ctx, queue = env
+    with pytest.raises(ValueError, match="AREG"):
+        wgmma.Gram(ctx, queue, "tf32", SHAPES[3], emulate=True)
+    both, b_only = (wgmma.gram_local_bytes({**SHAPES[3], "AREG": a}, "3xtf32") for a in (0, 1))
+    assert both - b_only == 4 * 2 * 128 * 8            # two lo stages of A's 128 rows of 8 terms
+    with pytest.raises(ValueError, match="LOS"):
+        wgmma.Gram(ctx, queue, "3xtf32", {**SHAPES[4], "LOS": 4}, emulate=True)
+    three = wgmma.Gram(ctx, queue, "3xtf32", SHAPES[4], emulate=True, flush_rows=64)
+    x = np.random.default_rng(4).standard_normal((512, 64)).astype(np.float32)
+    two = wgmma.Gram(ctx, queue, "3xtf32", {**SHAPES[4], "LOS": 2}, emulate=True, flush_rows=64)
+    assert np.array_equal(three.product(x)[lower(64)], two.product(x)[lower(64)])
 
 
 def test_a_shift_centres_each_column_on_the_way_into_x_prime(env):
@@ -113,6 +133,14 @@ def test_the_grams_markers_become_one_wgmma_as_wide_as_its_accumulators():
     assert "wgmma.commit_group.sync.aligned;" in text and "wgmma.wait_group.sync.aligned 1;" in text
     with pytest.raises(ValueError, match="WG_MMA_GO needs"):
         wgmma.rewrite("\t// WG_MMA_GO %rd1 %rd2 %r5\n")
+    regs = ("\t// WG_FENCE %r1 %r2 %r3 %r4 %r5 %r6 %r7 %r8\n"
+            f"\t// WG_ACC {' '.join(acc[:16])}\n\t// WG_MMA_GOR %r1 %r2 %r3 %r4 %rd2 %r9\n")
+    text = wgmma.rewrite(regs, sync=False)
+    assert ("wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 "
+            f"{{{', '.join(acc[:16])}}}, {{%r1, %r2, %r3, %r4}}, %rd2, p, 1, 1;") in text
+    assert text.index("wgmma.fence") < text.index("wgmma.mma_async")
+    with pytest.raises(ValueError, match="WG_MMA_GOR needs"):
+        wgmma.rewrite(f"\t// WG_ACC {' '.join(acc[:8])}\n\t// WG_MMA_GOR %r1 %r2 %rd2 %r9\n")
 
 
 def test_step_8_runs_only_where_the_probes_wgmma_product_was_right():

@@ -11,13 +11,23 @@ On an H200 (2026-11-28), the product alone (X' already written): 128 x 128 tiles
 warp groups, chunks of 16 rows, three stages, 9.97-10.37 ms for one-pass TF32 (the
 default); chunks of 8 in six stages 12.4 ms; 128 x 256 tiles 18.1 ms (one work-group a
 compute unit: too few bytes in flight); 64 x 128 tiles 14.2 ms. 3xTF32 (four stages of
-8 rows, two of lo parts) 27.7-27.9 ms. Before the chunks between flushes became a loop
+8 rows, two of lo parts) 27.6-28.0 ms; with A from registers and three stages of B's lo
+parts (the default) 25.2-25.4 ms, at 128 registers (ptxas: "wgmma.mma_async
+instructions are serialized due to insufficient register resources"). Tried on it and
+dropped: C's lines prefetched into L2 before each flush (25.1-31.7 ms), each flush's
+additions as red.global.add (33.2: past 128 registers, one work-group a compute unit),
+256 x 128 tiles (49.8), 128 x 64 (33.7), a flush every 4,096 rows (24.4 ms, but off
+float64 by 7.4e-5 against 3.8e-5). Before A took two registers sets in turn, a run's C
+differed from the one before it in one warp's 2,048 entries: the next chunk's fragment
+overwrote registers that a running wgmma still read. Before the chunks between flushes became a loop
 of their own, ptxas waited for every product at each loop end and WAIT=1 lost to WAIT=0.
 Copying X as stored and transposing each chunk in local memory instead of writing X'
 first took 24.5 ms.
 
-    PYOPENCL_CTX=0 python3 tools/probe_wgmma_gram.py [--ptx DIR] [--only N ...]"""
+    PYOPENCL_CTX=0 python3 tools/probe_wgmma_gram.py [--ptx DIR] [--only N ...]
+        [--shape JSON ...] [--flush-rows R]"""
 import argparse
+import json
 import pathlib
 import sys
 
@@ -32,7 +42,8 @@ from gpubook import ptx_probe, wgmma  # noqa: E402
 def label(shape, mode):
     tm = 64 * shape["WGS"] * shape["MW"]
     return (f"{mode:8s} {tm} x {shape['TN']}, {shape['WGS']} warp group(s), KC {shape['KC']}, "
-            f"{shape['STAGES']} stages, {shape['WAIT']} in flight")
+            f"{shape['STAGES']} stages, {shape['WAIT']} in flight" + (", A from registers" if shape.get("AREG") else "")
+            + (f", {shape['LOS']} lo stages" if "LOS" in shape else ""))
 
 
 def main():
@@ -41,6 +52,9 @@ def main():
     parser.add_argument("--only", type=int, nargs="*", help="indices into GRAM_SHAPES")
     parser.add_argument("--modes", nargs="*", default=list(wgmma.GRAM_MODES))
     parser.add_argument("--sync", action="store_true", help="wait for each wgmma")
+    parser.add_argument("--shape", type=json.loads, action="append", default=[],
+                        help="a shape of its own, as JSON (instead of --only's)")
+    parser.add_argument("--flush-rows", type=int, default=wgmma.FLUSH_ROWS)
     args = parser.parse_args()
     device, ctx, queue, _, _ = gb.open_device()
     if not ptx_probe.is_nvidia(device):
@@ -66,21 +80,23 @@ def main():
     del copy
     print(f"{device.name.strip()}: X'X on wgmma, {m:,} x {n:,}; X copied in {np.median(copies) * 1e3:.2f} ms "
           f"(the median of 5)", flush=True)
-    shapes = [wgmma.GRAM_SHAPES[i] for i in args.only] if args.only else wgmma.GRAM_SHAPES
+    shapes = args.shape or ([wgmma.GRAM_SHAPES[i] for i in args.only] if args.only else wgmma.GRAM_SHAPES)
     for shape in shapes:
         for mode in args.modes:
+            if (shape.get("AREG") or "LOS" in shape) and mode != "3xtf32":
+                continue
             name = label(shape, mode)
             if wgmma.gram_local_bytes(shape, mode) > wgmma.LOCAL_LIMIT:
                 print(f"  {name}: needs {wgmma.gram_local_bytes(shape, mode):,} B of local memory", flush=True)
                 continue
             try:
-                gram = wgmma.Gram(ctx, queue, mode, shape, sync=args.sync)
+                gram = wgmma.Gram(ctx, queue, mode, shape, sync=args.sync, flush_rows=args.flush_rows)
             except (cl.RuntimeError, cl.LogicError, gb.KernelBuildError, ValueError) as err:
                 print(f"  {name}: build failed: {ptx_probe.first_error(str(err))}", flush=True)
                 continue
             if args.ptx:
                 args.ptx.mkdir(parents=True, exist_ok=True)
-                tag = "_".join(str(shape[k]) for k in ("WGS", "MW", "TN", "KC", "STAGES", "WAIT"))
+                tag = "_".join(str(shape.get(k, 0)) for k in ("WGS", "MW", "TN", "KC", "STAGES", "WAIT", "AREG", "LOS"))
                 (args.ptx / f"gram_{tag}_{mode}.ptx").write_text(gram.ptx)
             got = gram.product(small)
             err = float(np.max(np.abs(got - want)[low]))

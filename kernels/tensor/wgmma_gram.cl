@@ -23,7 +23,8 @@
 // reads of x itself, so only lo is computed, in local memory from the chunk as copied:
 // a step is three products, lo hi, hi lo, then hi hi, and X' is read once (splitting it
 // on the way into X' took 29.3 ms against 12.9 for one pass on an H200, reading twice
-// the bytes).
+// the bytes). AREG=1 takes A from registers instead (each work-item its fragment, hi
+// and lo computed there), so only B's lo parts go through local memory.
 //
 // Markers (PTX comments that gpubook.wgmma.rewrite makes instructions):
 //   WG_FENCE_PROXY  fence.proxy.async: this work-item's cp.async stores, then wgmma's reads
@@ -31,13 +32,14 @@
 //   WG_ACC d0..d15  16 accumulators of the next WG_MMA_GO (TN / 32 of them, in order)
 //   WG_MMA_GO a b p one wgmma m64nNk8 (N = twice the accumulators listed): d += A B'
 //                   (d = A B' where p is 0), A and B through descriptors a and b
+//   WG_MMA_GOR a0 a1 a2 a3 b p  the same with A in four registers of each work-item
 //   WG_COMMIT       wgmma.commit_group;  WG_WAIT w: wgmma.wait_group w
 //   WG_HOLD d..     nothing: ties the accumulators' later reads to after a WG_WAIT
 // NV_PTX=0 (any device): no markers, cp.async is a plain copy, and each product is
 // computed by the work-items from local memory in float32, so a CPU checks the tiles,
 // the copies, the layouts and the flushes.
 // Build options: WGS, MW, TN (a multiple of 32), KC (of 8), STAGES (at least 2 +
-// WAIT), WAIT, FLUSH (a multiple of KC), MODE, LANES, and tf32_transpose's TW
+// WAIT), WAIT, FLUSH (a multiple of KC), MODE, AREG, LOS, LANES, and tf32_transpose's TW
 // work-items on blocks of TK rows by TJ columns. Sizes: m a multiple of KC and TK,
 // n of TM, TN and TJ (gpubook.wgmma.Gram pads other sizes).
 #ifndef NV_PTX
@@ -54,9 +56,20 @@
 #endif
 #define PIECES ((TM + TN) * KC / 4)          // 16-byte pieces of one part of a stage
 #define STAGE (4 * PIECES)                   // floats of a stage
+#ifndef AREG           // MODE 2 only: 1 takes A from registers, its lo parts computed there,
+#define AREG 0         // so that local memory holds B's lo parts only
+#endif
+#if AREG && MODE != 2
+#error "AREG is for MODE 2 (3xTF32)"
+#endif
+#define LO_PART (AREG ? TN * KC : STAGE)     // floats of a stage of lo parts
+#ifndef LOS            // MODE 2: stages of lo parts, 2 or 3 (3 saves a barrier a chunk)
+#define LOS 2
+#endif
+#define LO_B (AREG ? 0 : TM * KC)            // where B's lo parts start in it
 #if MODE == 2
 #define AHEAD (STAGES - 2)                   // chunks copied ahead of the one in the products
-#define LOCAL (STAGES * STAGE + 2 * STAGE)   // and two stages of lo parts
+#define LOCAL (STAGES * STAGE + LOS * LO_PART) // and LOS stages of lo parts
 #else
 #define AHEAD (STAGES - 1 - WAIT)
 #define LOCAL (STAGES * STAGE)
@@ -174,15 +187,18 @@ inline void copy_chunk(__local float *st, __global const float *xt, const int n,
         copy16(st + 4 * e, chunk + (e < TM * KC / 4 ? i0 * KC + 4 * e : j0 * KC + 4 * e - TM * KC));
 }
 
-// MODE 2: the lo parts of a stage, x - hi with hi = x truncated to TF32 (what the tensor
-// core reads of x itself), each work-item the pieces it copied (so its own copies
-// having landed is enough).
+// MODE 2: the lo parts of a stage (with AREG, of its B part only), x - hi with hi = x
+// truncated to TF32 (what the tensor core reads of x itself), each work-item the pieces
+// it copied (so its own copies having landed is enough).
 inline void split_chunk(__local float *lo, __local const float *raw, const int t)
 {
 #pragma unroll
     for (int e = t; e < PIECES; e += LANES) {
+        if (AREG && e < TM * KC / 4)
+            continue;
         const float4 v = *(__local const float4 *)(raw + 4 * e);
-        *(__local float4 *)(lo + 4 * e) = v - as_float4(as_uint4(v) & (uint4)(0xffffe000u));
+        *(__local float4 *)(lo + 4 * e - (AREG ? TM * KC : 0)) =
+            v - as_float4(as_uint4(v) & (uint4)(0xffffe000u));
     }
 }
 
@@ -194,17 +210,25 @@ inline ulong descriptor(const uint address)
 // The float of row r, term k of an operand block that starts at `at` (core-matrix order).
 #define CORE(at, r, k) (at)[(r) % 8 * 4 + (k) % 4 + (k) / 4 * 32 + (r) / 8 * (KC * 8)]
 
+// x less x truncated to TF32
+inline float lo_part(const float x)
+{
+    return x - as_float(as_uint(x) & 0xffffe000u);
+}
+
 // What one wgmma adds to (or, with z, sets in) a work-item's TN / 2 sums d: A's rows
-// from a, B's from b (floats of local memory), terms 8 s.., in float32.
+// from a (alo: the lo parts of a's floats, as AREG computes them), B's from b (floats
+// of local memory), terms 8 s.., in float32.
+
 inline void mma_emulated(float *d, __local const float *a, __local const float *b, const int s,
-                         const int z, const int warp, const int lane)
+                         const int z, const int warp, const int lane, const int alo)
 {
     for (int v = 0; v < TN / 2; ++v) {
         const int row = 16 * warp + lane / 4 + 8 * (v % 4 / 2), col = 8 * (v / 4) + 2 * (lane % 4) + v % 2;
         float sum = z ? 0.0f : d[v];
         for (int kk = 8 * s; kk < 8 * s + 8; ++kk)
 #if MODE != 1
-            sum = fma(as_float(as_uint(CORE(a, row, kk)) & 0xffffe000u),
+            sum = fma(as_float(as_uint(alo ? lo_part(CORE(a, row, kk)) : CORE(a, row, kk)) & 0xffffe000u),
                       as_float(as_uint(CORE(b, col, kk)) & 0xffffe000u), sum);  // truncated, as the tensor core does
 #else
             sum = fma(CORE(a, row, kk), CORE(b, col, kk), sum);
@@ -236,9 +260,50 @@ inline void product(float *d, __local const float *st, const uint base,
                    "l"(descriptor(base + 4 * fb + 256 * s)), "r"(1 - z)
                  : "memory");
 #else
-    mma_emulated(d, st + fa, st + fb, s, z, warp, lane);
+    mma_emulated(d, st + fa, st + fb, s, z, warp, lane, 0);
 #endif
 }
+
+#if AREG
+// A's fragment of one wgmma in registers, in the order wgmma takes it (register v: row
+// 16 warp + lane / 4 + 8 (v % 2), term lane % 4 + 4 (v / 2) of the block at `at`), its
+// floats in hi (the tensor core truncates them) and their lo parts in lo; then the
+// wgmma.fence that orders these writes before the products that read them.
+inline void a_fragment(uint *hi, uint *lo, __local const float *at, const int s, const int warp,
+                       const int lane)
+{
+#pragma unroll
+    for (int v = 0; v < 4; ++v) {
+        const float x = CORE(at, 16 * warp + lane / 4 + 8 * (v % 2), 8 * s + lane % 4 + 4 * (v / 2));
+        hi[v] = as_uint(x);
+        lo[v] = as_uint(lo_part(x));
+    }
+#if NV_PTX
+    asm volatile("// WG_FENCE %0 %1 %2 %3 %4 %5 %6 %7"
+                 : "+r"(hi[0]), "+r"(hi[1]), "+r"(hi[2]), "+r"(hi[3]),
+                   "+r"(lo[0]), "+r"(lo[1]), "+r"(lo[2]), "+r"(lo[3])::"memory");
+#endif
+}
+
+// One product with A from registers a (emulated: from local float fa, its lo parts
+// where alo is 1).
+inline void product_r(float *d, __local const float *st, const uint base, const uint *a,
+                      const int fa, const int alo, const int fb, const int s, const int z,
+                      const int warp, const int lane)
+{
+#if NV_PTX
+#pragma unroll
+    for (int q = 0; q < TN / 32; ++q)
+        MARK16("WG_ACC", d + 16 * q);
+    asm volatile("// WG_MMA_GOR %0 %1 %2 %3 %4 %5"
+                 ::"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]),
+                   "l"(descriptor(base + 4 * fb + 256 * s)), "r"(1 - z)
+                 : "memory");
+#else
+    mma_emulated(d, st + fa, st + fb, s, z, warp, lane, alo);
+#endif
+}
+#endif
 
 // C (row-major, ldc) += or = (store) a work-item's sums.
 inline void flush(float *acc, __global float *c, const int ldc, const int i0, const int j0, const int g,
@@ -258,7 +323,7 @@ inline void flush(float *acc, __global float *c, const int ldc, const int i0, co
 // The chunk's products: A's rows of this warp group and B's from stage f (floats),
 // and in MODE 2 the lo parts at l: lo hi, hi lo, then hi hi.
 inline void chunk_products(float *acc, __local const float *st, const uint base, const int f, const int l,
-                    const int z, const int g, const int warp, const int lane)
+                    const int z, const int g, const int warp, const int lane, uint *ra)
 {
 #if NV_PTX
     asm volatile("// WG_FENCE" ::: "memory");
@@ -269,9 +334,15 @@ inline void chunk_products(float *acc, __local const float *st, const uint base,
         for (int b = 0; b < MW; ++b) {
             const int a = (MW * g + b) * 64 * KC;
             float *d = acc + b * TN / 2;
-#if MODE == 2
+#if AREG
+            uint *hi = ra + 8 * (s * MW + b), *lo = hi + 4;
+            a_fragment(hi, lo, st + f + a, s, warp, lane);
+            product_r(d, st, base, lo, f + a, 1, f + TM * KC, s, z && s == 0, warp, lane);
+            product_r(d, st, base, hi, f + a, 0, l + LO_B, s, 0, warp, lane);
+            product_r(d, st, base, hi, f + a, 0, f + TM * KC, s, 0, warp, lane);
+#elif MODE == 2
             product(d, st, base, l + a, f + TM * KC, s, z && s == 0, warp, lane);
-            product(d, st, base, f + a, l + TM * KC, s, 0, warp, lane);
+            product(d, st, base, f + a, l + LO_B, s, 0, warp, lane);
             product(d, st, base, f + a, f + TM * KC, s, 0, warp, lane);
 #else
             product(d, st, base, f + a, f + TM * KC, s, z && s == 0, warp, lane);
@@ -282,41 +353,58 @@ inline void chunk_products(float *acc, __local const float *st, const uint base,
 #endif
 }
 
-// One chunk, ch (in stage ch % STAGES; in MODE 2 its lo parts in lo stage ch % 2).
+// One chunk, ch (in stage ch % STAGES; in MODE 2 its lo parts in lo stage ch % LOS).
 // MODE 0, 1: its copies waited for, one barrier (which also means every warp group's
 // products of chunk ch - 1 - WAIT have ended), the copy of chunk ch + AHEAD into that
 // chunk's stage, the products, the wait for all but WAIT of them. MODE 2: the products
 // of chunk ch, the copy of ch + AHEAD (the stage of ch - 2), the wait for ch - 1's
-// products, then between two barriers the lo parts of ch + 1 into the lo stage that
-// ch - 1 used: the tensor cores work through the split.
+// products, then the lo parts of ch + 1 into the lo stage that ch + 1 - LOS used (after
+// a barrier where LOS is 2) and a barrier: the tensor cores work through the split.
 // Every product of the chunk: work-item t plays work-items t, t + LANES, ... of the warp
 // groups (only itself with NV_PTX), each with its ACC sums.
 inline void all_products(float *acc, __local const float *st, const uint base, const int f, const int l,
-                         const int z, const int t)
+                         const int z, const int t, uint *ra)
 {
 #pragma unroll
     for (int v = 0; v < VIRT; ++v) {
         const int u = t + v * LANES;
-        chunk_products(acc + v * ACC, st, base, f, l, z, u / 128, u % 128 / 32, u % 32);
+        chunk_products(acc + v * ACC, st, base, f, l, z, u / 128, u % 128 / 32, u % 32, ra);
     }
 }
 
-inline void step(float *acc, __local float *st, const uint base, __global const float *xt, const int n,
-                 const int ch, const int chunks, const int z, const int i0, const int j0, const int t)
+// AREG: A's registers of a chunk whose products a wait has just ended, kept as they are
+// until here, so that the compiler gives the next chunk's fragments other registers.
+#define AREGS (AREG ? 8 * MW * KC / 8 : 8)
+inline void hold_a(uint *r)
 {
-    const int f = ch % STAGES * STAGE, l = STAGES * STAGE + ch % 2 * STAGE;
+#if NV_PTX && AREG
+#pragma unroll
+    for (int q = 0; q < AREGS; q += 8)
+        asm volatile("// WG_HOLD %0 %1 %2 %3 %4 %5 %6 %7"
+                     : "+r"(r[q]), "+r"(r[q + 1]), "+r"(r[q + 2]), "+r"(r[q + 3]),
+                       "+r"(r[q + 4]), "+r"(r[q + 5]), "+r"(r[q + 6]), "+r"(r[q + 7])::"memory");
+#endif
+}
+
+inline void step(float *acc, __local float *st, const uint base, __global const float *xt, const int n,
+                 const int ch, const int chunks, const int z, const int i0, const int j0, const int t,
+                 uint *ra, uint *prev)
+{
+    const int f = ch % STAGES * STAGE, l = STAGES * STAGE + ch % LOS * LO_PART;
 #if MODE == 2
-    all_products(acc, st, base, f, l, z, t);
+    all_products(acc, st, base, f, l, z, t, ra);
     if (ch + AHEAD < chunks)
         copy_chunk(st + (ch + AHEAD) % STAGES * STAGE, xt, n, (ch + AHEAD) * KC, i0, j0, t);
     copies_close();
 #if NV_PTX
     asm volatile("// WG_WAIT 1" ::: "memory");
 #endif
+    hold_a(prev);   // the registers chunk ch - 1's products read
     if (ch + 1 < chunks) {
         copies_wait();
-        barrier(CLK_LOCAL_MEM_FENCE);   // every warp group's products of ch - 1 have ended
-        split_chunk(st + STAGES * STAGE + (ch + 1) % 2 * STAGE, st + (ch + 1) % STAGES * STAGE, t);
+        if (LOS == 2)   // every warp group's products of ch - 1 have ended (with 3, those of
+            barrier(CLK_LOCAL_MEM_FENCE);   // ch - 2 did, before the last chunk's barrier)
+        split_chunk(st + STAGES * STAGE + (ch + 1) % LOS * LO_PART, st + (ch + 1) % STAGES * STAGE, t);
 #if NV_PTX
         asm volatile("// WG_FENCE_PROXY" ::: "memory");
 #endif
@@ -331,12 +419,35 @@ inline void step(float *acc, __local float *st, const uint base, __global const 
     if (ch + AHEAD < chunks)
         copy_chunk(st + (ch + AHEAD) % STAGES * STAGE, xt, n, (ch + AHEAD) * KC, i0, j0, t);
     copies_close();
-    all_products(acc, st, base, f, l, z, t);
+    all_products(acc, st, base, f, l, z, t, ra);
 #if NV_PTX && WAIT
     asm volatile("// WG_WAIT 1" ::: "memory");
 #elif NV_PTX
     asm volatile("// WG_WAIT 0" ::: "memory");
 #endif
+#endif
+}
+
+// Chunks from .. to - 1, after a chunk whose products read A from ra: in pairs, the
+// first reading from rb, the second from ra, so that no chunk writes the registers of
+// the chunk before, whose products may still run (AREG); one left over runs after every
+// product has ended.
+inline void run_chunks(float *acc, __local float *st, const uint base, __global const float *xt, const int n,
+                       int from, const int to, const int chunks, const int i0, const int j0, const int t,
+                       uint *ra, uint *rb)
+{
+#if NV_PTX && AREG
+    for (; from + 1 < to; from += 2) {
+        step(acc, st, base, xt, n, from, chunks, 0, i0, j0, t, rb, ra);
+        step(acc, st, base, xt, n, from + 1, chunks, 0, i0, j0, t, ra, rb);
+    }
+    if (from < to) {
+        asm volatile("// WG_WAIT 0" ::: "memory");
+        step(acc, st, base, xt, n, from, chunks, 0, i0, j0, t, ra, rb);
+    }
+#else
+    for (; from < to; ++from)
+        step(acc, st, base, xt, n, from, chunks, 0, i0, j0, t, ra, rb);
 #endif
 }
 
@@ -359,6 +470,10 @@ void wgmma_gram(__global const float *restrict xt, const int m, const int n, __g
 #pragma unroll
     for (int v = 0; v < VIRT * ACC; ++v)
         acc[v] = 0.0f;
+    uint ra[AREGS], rb[AREGS];   // A's fragments, two chunks' (AREG)
+#pragma unroll
+    for (int q = 0; q < AREGS; ++q)
+        ra[q] = rb[q] = 0;
     for (int s = 0; s < AHEAD; ++s) {
         if (s < chunks)
             copy_chunk(st + s * STAGE, xt, n, s * KC, i0, j0, t);
@@ -374,9 +489,8 @@ void wgmma_gram(__global const float *restrict xt, const int m, const int n, __g
 #endif
     for (int c0 = 0; c0 < chunks; c0 += FLUSH / KC) {
         const int c1 = min(c0 + FLUSH / KC, chunks);
-        step(acc, st, base, xt, n, c0, chunks, 1, i0, j0, t);
-        for (int ch = c0 + 1; ch < c1; ++ch)
-            step(acc, st, base, xt, n, ch, chunks, 0, i0, j0, t);
+        step(acc, st, base, xt, n, c0, chunks, 1, i0, j0, t, ra, rb);
+        run_chunks(acc, st, base, xt, n, c0 + 1, c1, chunks, i0, j0, t, ra, rb);
 #if NV_PTX
         asm volatile("// WG_WAIT 0" ::: "memory");
 #pragma unroll
