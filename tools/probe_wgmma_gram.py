@@ -16,8 +16,10 @@ parts (the default) 25.2-25.4 ms, at 128 registers (ptxas: "wgmma.mma_async
 instructions are serialized due to insufficient register resources"). Tried on it and
 dropped: C's lines prefetched into L2 before each flush (25.1-31.7 ms), each flush's
 additions as red.global.add (33.2: past 128 registers, one work-group a compute unit),
-256 x 128 tiles (49.8), 128 x 64 (33.7), a flush every 4,096 rows (24.4 ms, but off
-float64 by 7.4e-5 against 3.8e-5). Before A took two registers sets in turn, a run's C
+256 x 128 tiles (49.8), 128 x 64 (33.7), only A's lo parts from registers (116
+registers, no serialized wgmma, 25.6-26.0 ms), flushes half a flush apart in the two
+work-groups of a compute unit (25.8-26.1 against 25.8 the same run), a flush every
+4,096 rows (24.4 ms, but off float64 by 7.4e-5 against 3.8e-5). Before A took two registers sets in turn, a run's C
 differed from the one before it in one warp's 2,048 entries: the next chunk's fragment
 overwrote registers that a running wgmma still read. Before the chunks between flushes became a loop
 of their own, ptxas waited for every product at each loop end and WAIT=1 lost to WAIT=0.
