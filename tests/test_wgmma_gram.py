@@ -85,7 +85,8 @@ def test_a_shift_centres_each_column_on_the_way_into_x_prime(env):
     cl.enqueue_copy(queue, got, cb)
     xc = x.astype(np.float64) - x.astype(np.float64).mean(axis=0)
     want = xc.T @ xc
-    assert np.max(np.abs(got - want)[lower(128)]) < 1e-4 * np.max(np.abs(want))
+    keep = lower(128)     # the tiles above them are never written: compare only what is
+    assert np.max(np.abs(got[keep] - want[keep])) < 1e-4 * np.max(np.abs(want))
 
 
 def test_sizes_modes_and_shapes_that_cannot_run_are_refused(env):
