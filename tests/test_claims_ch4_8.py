@@ -210,8 +210,18 @@ def test_chapter6_flush_exercise_holds_on_the_records(slug):
 
 def test_chapter6_and_8_part_exercises_without_their_inputs_say_so():
     made = (cov.flush_interval(None, None, 2048, 1000), cov.stream_block_size(1.0, None, 4, None),
-            lsq.near_the_limit({1e8: ("TSQR", 8.6e7, 1e-16)}, 1e7))
+            lsq.near_the_limit({1e8: ("TSQR", 8.6e7, 1e-16)}, 1e7), cov.wgmma_flush({}, None, 2048))
     assert all(c.held is None and "nan" not in c.sentence.lower() for c in made)
+
+
+def test_chapter6_wgmma_flush_exercise_needs_both_orders():
+    # the H200's probe (2026-11-28): 1,024 / 2,048 / 4,096 rows
+    three = {1024: {"product_s": 27.2e-3, "error": 1.9e-5}, 2048: {"product_s": 25.2e-3, "error": 3.8e-5},
+             4096: {"product_s": 24.4e-3, "error": 7.4e-5}}
+    c = cov.wgmma_flush(three, 3.7e-5, 2048)
+    assert c.held is True and "every 1,024 rows" in c.sentence and "3.7e-05" in c.sentence
+    assert cov.wgmma_flush({**three, 4096: {"product_s": 26e-3, "error": 7.4e-5}}, 3.7e-5, 2048).held is False
+    assert cov.wgmma_flush({**three, 1024: {"product_s": 27e-3, "error": 5e-5}}, 3.7e-5, 2048).held is False
 
 
 def test_chapter8_near_the_limit_judges_only_what_cholqr2_factored():

@@ -78,6 +78,16 @@ def test_products_without_tensor_cores_say_why(cl_env):
     assert built == [] and skipped[0][1] == tensor.available(device)[1]
 
 
+def test_the_wgmma_flush_exercise_says_why_where_wgmma_does_not_apply(cl_env, small):
+    device, ctx, queue = cl_env
+    if "NVIDIA" in device.vendor.upper():
+        pytest.skip("an NVIDIA device: the exercise runs (tools/probe_wgmma_gram.py times it)")
+    x, ref = small
+    three, rounded, why = ct.wgmma_flushes(ctx, queue, cv.Covariance(ctx, queue, *x.shape), x, ref,
+                                           (1024, 2048, 4096))
+    assert three == {} and rounded is None and "not an NVIDIA device" in why
+
+
 def _value(bits, lead):
     return sum(2.0 ** (lead - k) for k, b in enumerate(bits) if b == 1)
 

@@ -1,5 +1,5 @@
 """The sentences chapter 6 says about its measurements, as claims (gpubook.claims):
-the full GEMM against step 4, and the three exercises. Every function takes the
+the full GEMM against step 4, and the exercises. Every function takes the
 numbers the run printed; a None (a step that cannot run on a small device, a
 library that is absent) leaves its claim unsettled, in words."""
 from ...claims import claim
@@ -163,6 +163,28 @@ def flush_interval(err_flushed, err_never, flush_rows, m):
                  "This needs the tensor cores, which do not run here",
                  err_flushed=err_flushed, err_never=err_never, flush_rows=flush_rows, m=m,
                  ratio=_ratio(err_never, err_flushed))
+
+
+def wgmma_flush(three, e_tf32, page_rows):
+    """Part 6.3's exercise 2: step 8's 3xTF32 flushed every half, one and two times
+    page_rows rows ({rows: {"product_s", "error"}}), beside rounded TF32's error at
+    page_rows. More rows between flushes: fewer waits, more drift in the sums."""
+    half, double = page_rows // 2, 2 * page_rows
+    got = {r: three.get(r) or {} for r in (half, page_rows, double)}
+    ms = {r: None if got[r].get("product_s") is None else got[r]["product_s"] * 1e3 for r in got}
+    said = ("Flushed every {half:,.0f} rows, 3xTF32's products took {t_half:.1f} ms and were off by "
+            "{e_half:.1e}; every {page:,.0f} rows (the page's), {t_page:.1f} ms and {e_page:.1e}; every "
+            "{double:,.0f}, {t_double:.1f} ms and {e_double:.1e}")
+    return _said("cov_ex_wgmma_flush", "e_double > e_page > e_half and t_half > t_page > t_double",
+                 said + ". Each flush costs time (a work-group waits there for its running products to "
+                 "end), and each row between flushes costs digits (the tensor core's float32 sums drift): "
+                 "rounded TF32, one product for three, is off by {e_tf32:.1e} at the page's flush",
+                 said + ": here the time or the error did not follow the rows between flushes",
+                 "This needs Hopper's wgmma, which does not run here",
+                 half=half, page=page_rows, double=double, e_tf32=e_tf32,
+                 t_half=ms[half], t_page=ms[page_rows], t_double=ms[double],
+                 e_half=got[half].get("error"), e_page=got[page_rows].get("error"),
+                 e_double=got[double].get("error"))
 
 
 def tf32_time(t3, t_raw, pass_flops, feed_bytes, mma_gflops):

@@ -227,6 +227,35 @@ def wgmma_errors(ctx, queue, cov, x, ref, emulate=False):
     return errors, x.shape, grams
 
 
+def wgmma_flushes(ctx, queue, cov, x, ref, flush_rows, repeats=3):
+    """Step 8's 3xTF32 with its sums added into S every r rows, for each r in
+    flush_rows, and rounded TF32 at the first: ({r: {"product_s", "error"}} for 3xTF32,
+    rounded TF32's error, None), the product's median seconds over `repeats` runs after
+    one that is checked; ({}, None, why) where wgmma does not run here."""
+    import pyopencl as cl
+    if not ptx_probe.is_nvidia(queue.device):
+        return {}, None, f"{queue.device.name.strip()} is not an NVIDIA device: wgmma does not apply"
+    out = {}
+    for mode, rows in [("3xtf32", r) for r in flush_rows] + [("tf32", flush_rows[0])]:
+        try:
+            gram = wgmma.Gram(ctx, queue, mode, flush_rows=rows)
+        except (cl.Error, KernelBuildError, ValueError) as err:
+            return {}, None, f"wgmma does not build here: {ptx_probe.first_error(str(err))}"
+        cov.upload(x)
+        cov.mean()
+        cov.centre()
+        wgmma_events(cov, gram)[-1].wait()
+        error = xtx.error(cov.result(), ref)
+        times = []
+        for _ in range(repeats):
+            events = wgmma_events(cov, gram)
+            events[-1].wait()
+            times.append(seconds(events[1]))
+        out[(mode, rows)] = {"product_s": float(np.median(times)), "error": error}
+    three = {rows: v for (mode, rows), v in out.items() if mode == "3xtf32"}
+    return three, out[("tf32", flush_rows[0])]["error"], None
+
+
 def wgmma_times(cov, grams, repeats=5):
     """{mode: {"pass_s", "product_s", "total_s", "executed"}}: medians over `repeats`
     runs of step 8 on the page's centred data, by the device's events (X' written; the
