@@ -168,18 +168,21 @@ def flush_interval(err_flushed, err_never, flush_rows, m):
 def wgmma_flush(three, e_tf32, page_rows):
     """Part 6.3's exercise 2: step 8's 3xTF32 flushed every half, one and two times
     page_rows rows ({rows: {"product_s", "error"}}), beside rounded TF32's error at
-    page_rows. More rows between flushes: fewer waits, more drift in the sums."""
+    page_rows. More rows between flushes: more drift in the sums; fewer, less time (only
+    half against the page's is judged: on an H200 twice the page's rows saved 0.3-0.9 ms
+    of 24-25, too close to the runs' spread to be judged)."""
     half, double = page_rows // 2, 2 * page_rows
     got = {r: three.get(r) or {} for r in (half, page_rows, double)}
     ms = {r: None if got[r].get("product_s") is None else got[r]["product_s"] * 1e3 for r in got}
     said = ("Flushed every {half:,.0f} rows, 3xTF32's products took {t_half:.1f} ms and were off by "
             "{e_half:.1e}; every {page:,.0f} rows (the page's), {t_page:.1f} ms and {e_page:.1e}; every "
             "{double:,.0f}, {t_double:.1f} ms and {e_double:.1e}")
-    return _said("cov_ex_wgmma_flush", "e_double > e_page > e_half and t_half > t_page > t_double",
+    return _said("cov_ex_wgmma_flush", "e_double > e_page > e_half and t_half > t_page",
                  said + ". Each flush costs time (a work-group waits there for its running products to "
                  "end), and each row between flushes costs digits (the tensor core's float32 sums drift): "
                  "rounded TF32, one product for three, is off by {e_tf32:.1e} at the page's flush",
-                 said + ": here the time or the error did not follow the rows between flushes",
+                 said + ": here the error did not grow with the rows between flushes, or flushing "
+                 "twice as often did not cost time",
                  "This needs Hopper's wgmma, which does not run here",
                  half=half, page=page_rows, double=double, e_tf32=e_tf32,
                  t_half=ms[half], t_page=ms[page_rows], t_double=ms[double],
