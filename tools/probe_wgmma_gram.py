@@ -19,10 +19,11 @@ additions as red.global.add (33.2: past 128 registers, one work-group a compute 
 256 x 128 tiles (49.8), 128 x 64 (33.7), only A's lo parts from registers (116
 registers, no serialized wgmma, 25.6-26.0 ms), flushes half a flush apart in the two
 work-groups of a compute unit (25.8-26.1 against 25.8 the same run), a flush every
-4,096 rows (24.4 ms, but off float64 by 7.4e-5 against 3.8e-5). Before A took two registers sets in turn, a run's C
-differed from the one before it in one warp's 2,048 entries: the next chunk's fragment
-overwrote registers that a running wgmma still read. Before the chunks between flushes became a loop
-of their own, ptxas waited for every product at each loop end and WAIT=1 lost to WAIT=0.
+4,096 rows (24.4 ms, but off float64 by 7.4e-5 against 3.8e-5). Before A took two
+register sets in turn, a run's C differed from the one before it in one warp's 2,048
+entries: the next chunk's fragment overwrote registers that a running wgmma still read.
+Before the chunks between flushes became a loop of their own, ptxas waited for every
+product at each loop end and WAIT=1 lost to WAIT=0.
 Copying X as stored and transposing each chunk in local memory instead of writing X'
 first took 24.5 ms.
 
@@ -44,7 +45,8 @@ from gpubook import ptx_probe, wgmma  # noqa: E402
 def label(shape, mode):
     tm = 64 * shape["WGS"] * shape["MW"]
     return (f"{mode:8s} {tm} x {shape['TN']}, {shape['WGS']} warp group(s), KC {shape['KC']}, "
-            f"{shape['STAGES']} stages, {shape['WAIT']} in flight" + (", A from registers" if shape.get("AREG") else "")
+            f"{shape['STAGES']} stages, {shape['WAIT']} in flight"
+            + (", A from registers" if shape.get("AREG") else "")
             + (f", {shape['LOS']} lo stages" if "LOS" in shape else ""))
 
 
@@ -98,7 +100,8 @@ def main():
                 continue
             if args.ptx:
                 args.ptx.mkdir(parents=True, exist_ok=True)
-                tag = "_".join(str(shape.get(k, 0)) for k in ("WGS", "MW", "TN", "KC", "STAGES", "WAIT", "AREG", "LOS"))
+                keys = ("WGS", "MW", "TN", "KC", "STAGES", "WAIT", "AREG", "LOS")
+                tag = "_".join(str(shape.get(k, 0)) for k in keys)
                 (args.ptx / f"gram_{tag}_{mode}.ptx").write_text(gram.ptx)
             got = gram.product(small)
             err = float(np.max(np.abs(got - want)[low]))

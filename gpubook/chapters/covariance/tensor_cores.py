@@ -10,6 +10,7 @@ never the tensor cores or their speed.
 """
 import matplotlib.pyplot as plt
 import numpy as np
+import pyopencl as cl
 from matplotlib.patches import Rectangle
 
 from ... import launch, ptx_probe, tensor, tf32, wgmma
@@ -231,19 +232,19 @@ def wgmma_flushes(ctx, queue, cov, x, ref, flush_rows, repeats=3):
     """Step 8's 3xTF32 with its sums added into S every r rows, for each r in
     flush_rows, and rounded TF32 at the first: ({r: {"product_s", "error"}} for 3xTF32,
     rounded TF32's error, None), the product's median seconds over `repeats` runs after
-    one that is checked; ({}, None, why) where wgmma does not run here."""
-    import pyopencl as cl
+    one that is checked; ({}, None, why) where wgmma does not run here. x is centred
+    once: the products read the centred copy and leave it as it is."""
     if not ptx_probe.is_nvidia(queue.device):
         return {}, None, f"{queue.device.name.strip()} is not an NVIDIA device: wgmma does not apply"
     out = {}
+    cov.upload(x)
+    cov.mean()
+    cov.centre()
     for mode, rows in [("3xtf32", r) for r in flush_rows] + [("tf32", flush_rows[0])]:
         try:
             gram = wgmma.Gram(ctx, queue, mode, flush_rows=rows)
         except (cl.Error, KernelBuildError, ValueError) as err:
             return {}, None, f"wgmma does not build here: {ptx_probe.first_error(str(err))}"
-        cov.upload(x)
-        cov.mean()
-        cov.centre()
         wgmma_events(cov, gram)[-1].wait()
         error = xtx.error(cov.result(), ref)
         times = []
