@@ -25,7 +25,12 @@ entries: the next chunk's fragment overwrote registers that a running wgmma stil
 Before the chunks between flushes became a loop of their own, ptxas waited for every
 product at each loop end and WAIT=1 lost to WAIT=0.
 Copying X as stored and transposing each chunk in local memory instead of writing X'
-first took 24.5 ms.
+first took 24.5 ms. On an H200 (2026-11-28, later) against 25.2-25.9 ms for the
+default: each float of X copied by a 4-byte cp.async straight to its place in the
+stage (no X' at all) took 51.6 ms at 164 registers (one work-group a compute unit) and
+44.7 ms held to 128 by .maxnreg (40 bytes spilled); L2 eviction hints on the copies
+of X' (evict_first), on C's flush (evict_last) or both, or cp.async's L2::256B prefetch,
+each took 32-34 ms; float4 loads in tf32_transpose took it from 1.26 to 1.17-1.19 ms.
 
     PYOPENCL_CTX=0 python3 tools/probe_wgmma_gram.py [--ptx DIR] [--only N ...]
         [--shape JSON ...] [--flush-rows R]"""
