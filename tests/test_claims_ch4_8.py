@@ -224,6 +224,16 @@ def test_chapter6_wgmma_flush_exercise_needs_both_orders():
     assert cov.wgmma_flush({**three, 1024: {"product_s": 27e-3, "error": 5e-5}}, 3.7e-5, 2048).held is False
 
 
+def test_chapter6_wgmma_digits_says_whether_the_split_bought_any():
+    # the H200's stored part 6.3 (2026-11-28): 3xTF32 4.0e-5, rounded TF32 3.7e-5
+    c = cov.wgmma_digits(4.0e-5, 3.7e-5, 2048)
+    assert c.held is True and "no closer" in c.sentence and "2,048 rows" in c.sentence
+    c = cov.wgmma_digits(1.0e-6, 3.7e-5, 2048)
+    assert c.held is False and "37.0× closer" in c.sentence
+    c = cov.wgmma_digits(None, None, None)
+    assert c.held is None and "not compared" in c.sentence
+
+
 def test_chapter8_near_the_limit_judges_only_what_cholqr2_factored():
     runs = {1e3: ("CholeskyQR2", 9e2, 2e-16), 1e6: ("CholeskyQR2", 8e5, 5e-16), 1e8: ("TSQR", 8e7, 1e-9)}
     c = lsq.near_the_limit(runs, 1e7)
