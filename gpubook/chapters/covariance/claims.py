@@ -194,12 +194,12 @@ def wgmma_digits(e_3x, e_tf32, flush_rows):
     """Part 6.3's step 8: 3xTF32 on wgmma against rounded TF32 on wgmma, both flushed
     every flush_rows rows (None where the tensor cores did not run them). On an H200
     (2026-11-28) 3xTF32 was off by 4.0e-5 and rounded TF32 by 3.7-4.1e-5: the claim says
-    so where the split buys less than a factor of 2."""
+    so where the split buys less than a factor of 2. It names no cause: the flush
+    exercise's claim (wgmma_flush) is the experiment on the sums' drift."""
     return claim("cov_wgmma_digits", "e_3x > e_tf32 / 2",
                  "At this flush wgmma's 3xTF32 is off by {e_3x:.1e}, no closer to float64 than rounded "
-                 "TF32's {e_tf32:.1e} with a third of the products: splitting the operands buys no digits "
-                 "while the sums drift over the {rows:,.0f} rows between flushes (exercise 2 on the Going "
-                 "further page measures that drift)",
+                 "TF32's {e_tf32:.1e} with a third of the products, both flushed every {rows:,.0f} rows; "
+                 "exercise 2 on the Going further page measures what flushing more often buys",
                  "At this flush wgmma's 3xTF32 is off by {e_3x:.1e}, {ratio:.1f}× closer to float64 than "
                  "rounded TF32's {e_tf32:.1e}: the split buys digits here",
                  "Step 8 did not run on the tensor cores here, so its 3xTF32 and rounded TF32 errors "
