@@ -108,7 +108,12 @@ GRAM_SHAPES = [GRAM_SHAPE, GRAM_SHAPE_3X, {**GRAM_SHAPE_3X, "AREG": 0, "LOS": 2}
                {"WGS": 1, "MW": 2, "TN": 128, "KC": 8, "STAGES": 4, "WAIT": 1},
                {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 5, "WAIT": 1, "AREG": 1},
                {"WGS": 1, "MW": 2, "TN": 128, "KC": 8, "STAGES": 5, "WAIT": 1, "AREG": 1}]
-FLUSH_ROWS = 2048           # terms between two flushes of the sums into C
+FLUSH_ROWS = 2048           # terms between two flushes of the sums into C (one pass)
+# 3xTF32 flushes twice as often: on an H200 (2026-11-28), every 2,048 rows it was off
+# float64 by 4.0e-5, no better than rounded TF32's 3.7e-5 (the sums' drift, not the
+# operands, set its error), every 1,024 by 2.0e-5 (float32's step 4: 2.4e-5), for
+# 25.4 ms of products against 24.4
+FLUSH_ROWS_3X = 1024
 # rows x columns of X per work-group of tf32_transpose: on an H200 (131,072 x 4,096), with
 # work-groups of 32 x 8, 64 x 64 took 1.14 ms, 32 x 32 1.28, 32 x 128 1.45 (a copy of X,
 # 1.01 ms); with the 1-D work-group of 256 that lets PoCL at 32 work-items run it too,
@@ -133,11 +138,11 @@ class Gram:
     float x is hi + lo, hi = x truncated to TF32 (as the tensor core reads x), lo = x - hi
     computed in local memory, and three products (lo hi, hi lo, hi hi). sync=True waits
     for each wgmma before the next (gpubook.wgmma.rewrite); flush_rows: terms between two
-    additions of the sums into C. Any m x n runs: sizes the tiles do not divide go
+    additions of the sums into C (None: FLUSH_ROWS_3X in 3xtf32, else FLUSH_ROWS). Any m x n runs: sizes the tiles do not divide go
     through zero-padded copies (`padded`)."""
 
     def __init__(self, ctx, queue, mode="tf32", shape=None, emulate=False, sync=False,
-                 flush_rows=FLUSH_ROWS):
+                 flush_rows=None):
         if mode not in GRAM_MODES:
             raise ValueError(f"unknown mode {mode!r}; use one of {', '.join(GRAM_MODES)}")
         self.ctx, self.queue, self.mode, self.emulate = ctx, queue, mode, bool(emulate)
@@ -152,6 +157,8 @@ class Gram:
             raise ValueError(f"shape {sh}: TN must be a multiple of 32 up to 256, KC 8, 16 or 32, and "
                              "STAGES from 2 + WAIT to 6 + WAIT (3 to 7 in 3xtf32)")
         self.tm, self.tn, self.threads = 64 * sh["WGS"] * sh["MW"], sh["TN"], WARP_GROUP * sh["WGS"]
+        if flush_rows is None:
+            flush_rows = FLUSH_ROWS_3X if GRAM_MODES[mode] == 2 else FLUSH_ROWS
         self.flush = max(1, -(-int(flush_rows) // sh["KC"])) * sh["KC"]
         device = queue.device
         local = gram_local_bytes(sh, mode)

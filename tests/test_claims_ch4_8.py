@@ -210,7 +210,7 @@ def test_chapter6_flush_exercise_holds_on_the_records(slug):
 
 def test_chapter6_and_8_part_exercises_without_their_inputs_say_so():
     made = (cov.flush_interval(None, None, 2048, 1000), cov.stream_block_size(1.0, None, 4, None),
-            lsq.near_the_limit({1e8: ("TSQR", 8.6e7, 1e-16)}, 1e7), cov.wgmma_flush({}, None, 2048))
+            lsq.near_the_limit({1e8: ("TSQR", 8.6e7, 1e-16)}, 1e7), cov.wgmma_flush({}, None, 1024, 2048))
     assert all(c.held is None and "nan" not in c.sentence.lower() for c in made)
 
 
@@ -218,19 +218,23 @@ def test_chapter6_wgmma_flush_exercise_needs_both_orders():
     # the H200's probe (2026-11-28): 1,024 / 2,048 / 4,096 rows
     three = {1024: {"product_s": 27.2e-3, "error": 1.9e-5}, 2048: {"product_s": 25.2e-3, "error": 3.8e-5},
              4096: {"product_s": 24.4e-3, "error": 7.4e-5}}
-    c = cov.wgmma_flush(three, 3.7e-5, 2048)
+    c = cov.wgmma_flush(three, 3.7e-5, 2048, 2048)
     assert c.held is True and "every 1,024 rows" in c.sentence and "3.7e-05" in c.sentence
-    assert cov.wgmma_flush({**three, 2048: {"product_s": 28e-3, "error": 3.8e-5}}, 3.7e-5, 2048).held is False
-    assert cov.wgmma_flush({**three, 1024: {"product_s": 27e-3, "error": 5e-5}}, 3.7e-5, 2048).held is False
+    assert cov.wgmma_flush({**three, 2048: {"product_s": 28e-3, "error": 3.8e-5}}, 3.7e-5, 2048, 2048).held is False
+    assert cov.wgmma_flush({**three, 1024: {"product_s": 27e-3, "error": 5e-5}}, 3.7e-5, 2048, 2048).held is False
+    # the page's 3xTF32 flush is half the one-pass modes': rounded TF32 is named at its own
+    c = cov.wgmma_flush({512: three[1024], 1024: three[2048], 2048: three[4096]}, 3.7e-5, 1024, 2048)
+    assert c.held is True and "flushed every 2,048 rows as on the page, is off by 3.7e-05" in c.sentence
 
 
-def test_chapter6_wgmma_digits_says_whether_the_split_bought_any():
-    # the H200's stored part 6.3 (2026-11-28): 3xTF32 4.0e-5, rounded TF32 3.7e-5
-    c = cov.wgmma_digits(4.0e-5, 3.7e-5, 2048)
-    assert c.held is True and "no closer" in c.sentence and "2,048 rows" in c.sentence
-    c = cov.wgmma_digits(1.0e-6, 3.7e-5, 2048)
-    assert c.held is False and "37.0× closer" in c.sentence
-    c = cov.wgmma_digits(None, None, None)
+def test_chapter6_wgmma_digits_says_whether_3xtf32_gave_float32s_digits():
+    # the H200 (2026-11-28): 3xTF32 2.0e-5 every 1,024 rows, rounded TF32 3.7e-5 every
+    # 2,048, step 4 in float32 2.4e-5; every 2,048 rows 3xTF32 was off by 4.0e-5
+    c = cov.wgmma_digits(2.0e-5, 3.7e-5, 2.4e-5, 1024, 2048)
+    assert c.held is True and "float32's digits" in c.sentence and "every 1,024 rows" in c.sentence
+    assert cov.wgmma_digits(4.0e-5, 3.7e-5, 2.4e-5, 2048, 2048).held is False
+    assert cov.wgmma_digits(3.0e-5, 6e-5, 1.0e-5, 1024, 2048).held is False
+    c = cov.wgmma_digits(None, None, 2.4e-5, 1024, 2048)
     assert c.held is None and "not compared" in c.sentence
 
 

@@ -84,7 +84,7 @@ def test_the_wgmma_flush_exercise_says_why_where_wgmma_does_not_apply(cl_env, sm
         pytest.skip("an NVIDIA device: the exercise runs (tools/probe_wgmma_gram.py times it)")
     x, ref = small
     three, rounded, why = ct.wgmma_flushes(ctx, queue, cv.Covariance(ctx, queue, *x.shape), x, ref,
-                                           (1024, 2048, 4096))
+                                           (1024, 2048, 4096), 2048)
     assert three == {} and rounded is None and "not an NVIDIA device" in why
 
 

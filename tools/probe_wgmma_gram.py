@@ -63,7 +63,7 @@ def main():
     parser.add_argument("--sync", action="store_true", help="wait for each wgmma")
     parser.add_argument("--shape", type=json.loads, action="append", default=[],
                         help="a shape of its own, as JSON (instead of --only's)")
-    parser.add_argument("--flush-rows", type=int, default=wgmma.FLUSH_ROWS)
+    parser.add_argument("--flush-rows", type=int, help="default: the mode's own")
     args = parser.parse_args()
     device, ctx, queue, _, _ = gb.open_device()
     if not ptx_probe.is_nvidia(device):

@@ -228,9 +228,9 @@ def wgmma_errors(ctx, queue, cov, x, ref, emulate=False):
     return errors, x.shape, grams
 
 
-def wgmma_flushes(ctx, queue, cov, x, ref, flush_rows, repeats=3):
+def wgmma_flushes(ctx, queue, cov, x, ref, flush_rows, tf32_rows, repeats=3):
     """Step 8's 3xTF32 with its sums added into S every r rows, for each r in
-    flush_rows, and rounded TF32 at the first: ({r: {"product_s", "error"}} for 3xTF32,
+    flush_rows, and rounded TF32 every tf32_rows: ({r: {"product_s", "error"}} for 3xTF32,
     rounded TF32's error, None), the product's median seconds over `repeats` runs after
     one that is checked; ({}, None, why) where wgmma does not run here. x is centred
     once: the products read the centred copy and leave it as it is."""
@@ -240,7 +240,7 @@ def wgmma_flushes(ctx, queue, cov, x, ref, flush_rows, repeats=3):
     cov.upload(x)
     cov.mean()
     cov.centre()
-    for mode, rows in [("3xtf32", r) for r in flush_rows] + [("tf32", flush_rows[0])]:
+    for mode, rows in [("3xtf32", r) for r in flush_rows] + [("tf32", tf32_rows)]:
         try:
             gram = wgmma.Gram(ctx, queue, mode, flush_rows=rows)
         except (cl.Error, KernelBuildError, ValueError) as err:
@@ -254,7 +254,7 @@ def wgmma_flushes(ctx, queue, cov, x, ref, flush_rows, repeats=3):
             times.append(seconds(events[1]))
         out[(mode, rows)] = {"product_s": float(np.median(times)), "error": error}
     three = {rows: v for (mode, rows), v in out.items() if mode == "3xtf32"}
-    return three, out[("tf32", flush_rows[0])]["error"], None
+    return three, out[("tf32", tf32_rows)]["error"], None
 
 
 def wgmma_times(cov, grams, repeats=5):
