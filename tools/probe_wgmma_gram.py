@@ -7,7 +7,9 @@ events (the median of 5), and 64 rows of C against float64 (the chapter's error:
 largest difference over the largest entry). With --ptx DIR the rewritten PTX of each
 build is kept, for `ptxas -arch=sm_90a -v`.
 
-On an H200 (2026-11-28), the product alone (X' already written): 128 x 128 tiles of two
+On an H200 (2026-11-28), the product alone (X' already written), every figure below
+with a flush every 2,048 rows (3xTF32's default is now 1,024: 25.5-25.8 ms, part 6.3
+and its Going further; --flush-rows 2048 gives the older): 128 x 128 tiles of two
 warp groups, chunks of 16 rows, three stages, 9.97-10.37 ms for one-pass TF32 (the
 default); chunks of 8 in six stages 12.4 ms; 128 x 256 tiles 18.1 ms (one work-group a
 compute unit: too few bytes in flight); 64 x 128 tiles 14.2 ms. 3xTF32 (four stages of
