@@ -43,14 +43,19 @@ def _mma(d, a, b, z, sync):
     return out + ["\t}"]
 
 
-def rewrite(ptx, sync=True):
+def rewrite(ptx, sync=True, maxnreg=None):
     """PTX with its markers made instructions, for sm_90a (wgmma_gram.cl's and
     wgmma_probe.cl's): WG_MMA's shape is m64nNk8 with N twice its count of accumulator
     registers (4 in the probe); WG_MMA_GO's takes the registers of the WG_ACC markers
-    since the last one (N = 128 in the tiles)."""
-    out, pending = [], []
+    since the last one (N = 128 in the tiles). maxnreg: each kernel held to that many
+    registers a work-item (ptxas's .maxnreg; a shape's REGS), where not None."""
+    out, pending, entry = [], [], False
     for ln in to_sm90a(ptx).splitlines():
         words = ln.split()
+        entry = entry or ln.startswith(".entry")
+        if entry and ln.strip() == "{":
+            out += [f".maxnreg {int(maxnreg)}"] if maxnreg else []
+            entry = False
         mark = words[1] if words[:1] == ["//"] and len(words) > 1 else ""
         if mark == "WG_ACC":
             pending += words[2:]
@@ -97,8 +102,13 @@ GRAM_SHAPE = {"WGS": 2, "MW": 1, "TN": 128, "KC": 16, "STAGES": 3, "WAIT": 0}
 # 3xTF32's stages of lo parts leave room for chunks of 8 rows only; A from registers
 # (AREG) keeps only B's lo parts in local memory, and three stages of them (LOS) save a
 # barrier a chunk: on an H200 (2026-11-28, a flush every 2,048 rows) 25.2-25.4 ms for
-# the product, against 27.6-28.0 with both lo parts in two stages
-GRAM_SHAPE_3X = {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 4, "WAIT": 1, "AREG": 1, "LOS": 3}
+# the product, against 27.6-28.0 with both lo parts in two stages. L2HINT=1 flushes C
+# with L2 priority evict_last, so that C stays in L2 between flushes while X' streams
+# through: at a flush every 1,024 rows 25.7 ms against 26.1-26.3 (at 2,048, 24.8 against
+# 25.1); its policy register took ptxas to 164 registers (one work-group a compute
+# unit, 32-34 ms) until REGS held it to 128, where nothing spills.
+GRAM_SHAPE_3X = {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 4, "WAIT": 1, "AREG": 1, "LOS": 3,
+                 "L2HINT": 1, "REGS": 128}
 GRAM_SHAPES = [GRAM_SHAPE, GRAM_SHAPE_3X, {**GRAM_SHAPE_3X, "AREG": 0, "LOS": 2},
                {"WGS": 2, "MW": 1, "TN": 128, "KC": 16, "STAGES": 3, "WAIT": 1},
                {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 6, "WAIT": 1},
@@ -138,8 +148,8 @@ class Gram:
     float x is hi + lo, hi = x truncated to TF32 (as the tensor core reads x), lo = x - hi
     computed in local memory, and three products (lo hi, hi lo, hi hi). sync=True waits
     for each wgmma before the next (gpubook.wgmma.rewrite); flush_rows: terms between two
-    additions of the sums into C (None: FLUSH_ROWS_3X in 3xtf32, else FLUSH_ROWS). Any m x n runs: sizes the tiles do not divide go
-    through zero-padded copies (`padded`)."""
+    additions of the sums into C (None: FLUSH_ROWS_3X in 3xtf32, else FLUSH_ROWS). Any
+    m x n runs: sizes the tiles do not divide go through zero-padded copies (`padded`)."""
 
     def __init__(self, ctx, queue, mode="tf32", shape=None, emulate=False, sync=False,
                  flush_rows=None):
@@ -182,7 +192,7 @@ class Gram:
                 prog = build(ctx, GRAM_PATH, defines)
         self.ptx = ""
         if not emulate:
-            self.ptx = rewrite(prog.binaries[0].decode("utf-8", "replace"), sync)
+            self.ptx = rewrite(prog.binaries[0].decode("utf-8", "replace"), sync, sh.get("REGS"))
             prog = cl.Program(ctx, [device], [self.ptx.encode() + b"\x00"]).build(devices=[device])
         self.transpose, self.gram = cl.Kernel(prog, "tf32_transpose"), cl.Kernel(prog, "wgmma_gram")
         self.transpose_size = defines["TW"]

@@ -30,9 +30,11 @@ Copying X as stored and transposing each chunk in local memory instead of writin
 first took 24.5 ms. On an H200 (2026-11-28, later) against 25.2-25.9 ms for the
 default: each float of X copied by a 4-byte cp.async straight to its place in the
 stage (no X' at all) took 51.6 ms at 164 registers (one work-group a compute unit) and
-44.7 ms held to 128 by .maxnreg (40 bytes spilled); L2 eviction hints on the copies
-of X' (evict_first), on C's flush (evict_last) or both, or cp.async's L2::256B prefetch,
-each took 32-34 ms; float4 loads in tf32_transpose took it from 1.26 to 1.17-1.19 ms.
+44.7 ms held to 128 by .maxnreg (40 bytes spilled); cp.async's L2::256B prefetch took
+32 ms; float4 loads in tf32_transpose took it from 1.26 to 1.17-1.19 ms. L2 eviction
+hints took 32-34 ms at 164 registers; held to 128 (REGS), C's flushes with evict_last
+(L2HINT=1, now the default) took 25.7 ms at a flush every 1,024 rows against 26.1-26.3,
+and X''s copies with evict_first as well 25.4-25.7 (not kept: within the spread).
 
     PYOPENCL_CTX=0 python3 tools/probe_wgmma_gram.py [--ptx DIR] [--only N ...]
         [--shape JSON ...] [--flush-rows R]"""
@@ -107,7 +109,7 @@ def main():
                 continue
             if args.ptx:
                 args.ptx.mkdir(parents=True, exist_ok=True)
-                keys = ("WGS", "MW", "TN", "KC", "STAGES", "WAIT", "AREG", "LOS")
+                keys = ("WGS", "MW", "TN", "KC", "STAGES", "WAIT", "AREG", "LOS", "L2HINT", "REGS")
                 tag = "_".join(str(shape.get(k, 0)) for k in keys)
                 (args.ptx / f"gram_{tag}_{mode}.ptx").write_text(gram.ptx)
             got = gram.product(small)

@@ -39,9 +39,9 @@
 // computed by the work-items from local memory in float32, so a CPU checks the tiles,
 // the copies, the layouts and the flushes.
 // Build options: WGS, MW, TN (a multiple of 32), KC (of 8), STAGES (at least 2 +
-// WAIT), WAIT, FLUSH (a multiple of KC), MODE, AREG, LOS, LANES, and tf32_transpose's TW
-// work-items on blocks of TK rows by TJ columns. Sizes: m a multiple of KC and TK,
-// n of TM, TN and TJ (gpubook.wgmma.Gram pads other sizes).
+// WAIT), WAIT, FLUSH (a multiple of KC), MODE, AREG, LOS, L2HINT, LANES, and
+// tf32_transpose's TW work-items on blocks of TK rows by TJ columns. Sizes: m a
+// multiple of KC and TK, n of TM, TN and TJ (gpubook.wgmma.Gram pads other sizes).
 #ifndef NV_PTX
 #define NV_PTX 0
 #endif
@@ -305,19 +305,54 @@ inline void product_r(float *d, __local const float *st, const uint base, const 
 }
 #endif
 
-// C (row-major, ldc) += or = (store) a work-item's sums.
+// Where the sums v, v + 1 of a work-item's block b go in C (row-major, ldc).
+inline __global float2 *c_at(__global float *c, const int ldc, const int i0, const int j0, const int g,
+                             const int b, const int v, const int warp, const int lane)
+{
+    const int row = i0 + 64 * (MW * g + b) + 16 * warp + lane / 4 + 8 * (v % 4 / 2);
+    return (__global float2 *)(c + (size_t)row * ldc + j0 + 8 * (v / 4) + 2 * (lane % 4));
+}
+
+// C += or = (store) a work-item's sums. L2HINT=1 (NVIDIA): with L2 priority evict_last,
+// so that C stays in L2 from one flush to the next while X' streams through; the old
+// values are all loaded before the first sum is stored.
+#ifndef L2HINT
+#define L2HINT 0
+#endif
 inline void flush(float *acc, __global float *c, const int ldc, const int i0, const int j0, const int g,
                   const int warp, const int lane, const int store)
 {
+#if NV_PTX && L2HINT
+    ulong pol;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+#pragma unroll
+    for (int b = 0; b < MW; ++b) {
+        float old[TN / 2];
+#pragma unroll
+        for (int v = 0; v < TN / 2; v += 2) {
+            old[v] = old[v + 1] = 0.0f;
+            if (!store)
+                asm volatile("ld.global.L2::cache_hint.v2.f32 {%0, %1}, [%2], %3;"
+                             : "=f"(old[v]), "=f"(old[v + 1])
+                             : "l"((ulong)c_at(c, ldc, i0, j0, g, b, v, warp, lane)), "l"(pol));
+        }
+#pragma unroll
+        for (int v = 0; v < TN / 2; v += 2)
+            asm volatile("st.global.L2::cache_hint.v2.f32 [%0], {%1, %2}, %3;"
+                         ::"l"((ulong)c_at(c, ldc, i0, j0, g, b, v, warp, lane)),
+                           "f"(old[v] + acc[b * TN / 2 + v]), "f"(old[v + 1] + acc[b * TN / 2 + v + 1]),
+                           "l"(pol) : "memory");
+    }
+#else
 #pragma unroll
     for (int b = 0; b < MW; ++b)
 #pragma unroll
         for (int v = 0; v < TN / 2; v += 2) {
-            const int row = i0 + 64 * (MW * g + b) + 16 * warp + lane / 4 + 8 * (v % 4 / 2);
-            __global float2 *p = (__global float2 *)(c + (size_t)row * ldc + j0 + 8 * (v / 4) + 2 * (lane % 4));
+            __global float2 *p = c_at(c, ldc, i0, j0, g, b, v, warp, lane);
             const float2 sum = (float2)(acc[b * TN / 2 + v], acc[b * TN / 2 + v + 1]);
             *p = store ? sum : *p + sum;
         }
+#endif
 }
 
 // The chunk's products: A's rows of this warp group and B's from stage f (floats),
