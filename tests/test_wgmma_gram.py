@@ -144,6 +144,16 @@ def test_the_grams_markers_become_one_wgmma_as_wide_as_its_accumulators():
         wgmma.rewrite(f"\t// WG_ACC {' '.join(acc[:8])}\n\t// WG_MMA_GOR %r1 %r2 %rd2 %r9\n")
 
 
+def test_a_register_cap_goes_before_each_kernels_body():
+    ptx = (".version 8.5\n.target sm_90\n.entry a(\n.param .u32 x\n)\n.reqntid 256, 1, 1\n{\n\tret;\n}\n"
+           ".entry b(\n.param .u32 y\n)\n{\n\tret;\n}\n\x00")
+    lines = wgmma.rewrite(ptx, maxnreg=128).splitlines()
+    assert [i for i, ln in enumerate(lines) if ln == ".maxnreg 128"] == [6, 13]
+    assert all(lines[i + 1] == "{" for i in (6, 13))
+    assert ".maxnreg" not in wgmma.rewrite(ptx)
+    assert wgmma.GRAM_SHAPE_3X["REGS"] == 128       # L2HINT's policy register: ptxas went to 164
+
+
 def test_step_8_runs_only_where_the_probes_wgmma_product_was_right():
     assert "no PTX for sm_90a" in ct.wgmma_why_not([])
     right = ("wgmma product", "built", "ran, equal to NumPy")
