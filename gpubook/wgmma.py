@@ -122,7 +122,7 @@ FLUSH_ROWS = 2048           # terms between two flushes of the sums into C (one 
 # 3xTF32 flushes twice as often: on an H200 (2026-11-28), every 2,048 rows it was off
 # float64 by 4.0e-5, no better than rounded TF32's 3.7e-5 (the sums' drift, not the
 # operands, set its error), every 1,024 by 2.0e-5 (float32's step 4: 2.4e-5), for
-# 25.4 ms of products against 24.4
+# 25.4 ms of products against 24.4 (24.8 against 24.2 once L2HINT kept C in L2)
 FLUSH_ROWS_3X = 1024
 # rows x columns of X per work-group of tf32_transpose: on an H200 (131,072 x 4,096), with
 # work-groups of 32 x 8, 64 x 64 took 1.14 ms, 32 x 32 1.28, 32 x 128 1.45 (a copy of X,
