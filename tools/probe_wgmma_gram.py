@@ -35,6 +35,11 @@ stage (no X' at all) took 51.6 ms at 164 registers (one work-group a compute uni
 hints took 32-34 ms at 164 registers; held to 128 (REGS), C's flushes with evict_last
 (L2HINT=1, now the default) took 25.7 ms at a flush every 1,024 rows against 26.1-26.3,
 and X''s copies with evict_first as well 25.4-25.7 (not kept: within the spread).
+On an H200 (2026-11-28, a third session), the copies' and splits' loops over a stage's
+pieces given a count the compiler knows took the product from 25.95 to 23.40 ms (one-pass
+TF32: 10.26 and 10.48); then C's lines prefetched into L1 one, three or eight chunks
+before each flush took 27.3-28.1 ms (ptxas serialized the wgmma again: 114 registers),
+and five stages with two of lo parts (48 KB) 24.06.
 
     PYOPENCL_CTX=0 python3 tools/probe_wgmma_gram.py [--ptx DIR] [--only N ...]
         [--shape JSON ...] [--flush-rows R]"""
@@ -56,7 +61,8 @@ def label(shape, mode):
     return (f"{mode:8s} {tm} x {shape['TN']}, {shape['WGS']} warp group(s), KC {shape['KC']}, "
             f"{shape['STAGES']} stages, {shape['WAIT']} in flight"
             + (", A from registers" if shape.get("AREG") else "")
-            + (f", {shape['LOS']} lo stages" if "LOS" in shape else ""))
+            + (f", {shape['LOS']} lo stages" if "LOS" in shape else "")
+            + "".join(f", {k} {v}" for k, v in shape.items() if k in ("L2HINT", "REGS")))
 
 
 def main():

@@ -176,6 +176,11 @@ inline void copies_wait(void)
 #endif
 }
 
+// Piece e = t + r LANES of a stage: its rounds r (a count known to the compiler, so that
+// the loops over them unroll without a remainder), and whether it is in A's part.
+#define ROUNDS ((PIECES + LANES - 1) / LANES)
+#define IN_A(r, e) ((TM * KC / 4) % LANES == 0 ? (r) < TM * KC / 4 / LANES : (e) < TM * KC / 4)
+
 // Chunk k0.. of the rows i0.. (A) and j0.. (B) of X' into a stage: two runs of floats
 // that lie side by side in X' (tf32_transpose's order).
 inline void copy_chunk(__local float *st, __global const float *xt, const int n, const int k0, const int i0,
@@ -183,8 +188,11 @@ inline void copy_chunk(__local float *st, __global const float *xt, const int n,
 {
     __global const float *chunk = xt + (size_t)k0 * n;
 #pragma unroll
-    for (int e = t; e < PIECES; e += LANES)
-        copy16(st + 4 * e, chunk + (e < TM * KC / 4 ? i0 * KC + 4 * e : j0 * KC + 4 * e - TM * KC));
+    for (int r = 0; r < ROUNDS; ++r) {
+        const int e = t + r * LANES;
+        if (PIECES % LANES == 0 || e < PIECES)
+            copy16(st + 4 * e, chunk + (IN_A(r, e) ? i0 * KC + 4 * e : j0 * KC + 4 * e - TM * KC));
+    }
 }
 
 // MODE 2: the lo parts of a stage (with AREG, of its B part only), x - hi with hi = x
@@ -193,8 +201,11 @@ inline void copy_chunk(__local float *st, __global const float *xt, const int n,
 inline void split_chunk(__local float *lo, __local const float *raw, const int t)
 {
 #pragma unroll
-    for (int e = t; e < PIECES; e += LANES) {
-        if (AREG && e < TM * KC / 4)
+    for (int r = 0; r < ROUNDS; ++r) {
+        const int e = t + r * LANES;
+        if (PIECES % LANES != 0 && e >= PIECES)
+            continue;
+        if (AREG && IN_A(r, e))
             continue;
         const float4 v = *(__local const float4 *)(raw + 4 * e);
         *(__local float4 *)(lo + 4 * e - (AREG ? TM * KC : 0)) =
