@@ -110,7 +110,9 @@ GRAM_SHAPE = {"WGS": 2, "MW": 1, "TN": 128, "KC": 16, "STAGES": 3, "WAIT": 0}
 # pieces whose count the compiler knows (ROUNDS) then took it from 25.95 to 23.40 ms
 # (the same H200, 2026-11-28): Nsight Compute counted 156 instructions a warp a chunk
 # before (the copies' loops had a remainder and branches), 114 after, and the tensor
-# pipe busy 63% of the time instead of 57%.
+# pipe busy 63% of the time instead of 57%. The copy of a chunk issued after the lo
+# split's proxy fence instead of before it (kernels/tensor/wgmma_gram.cl, `step`): 22.87
+# against 24.27 ms on another H200.
 GRAM_SHAPE_3X = {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 4, "WAIT": 1, "AREG": 1, "LOS": 3,
                  "L2HINT": 1, "REGS": 128}
 GRAM_SHAPES = [GRAM_SHAPE, GRAM_SHAPE_3X, {**GRAM_SHAPE_3X, "AREG": 0, "LOS": 2},

@@ -39,7 +39,9 @@ On an H200 (2026-11-28, a third session), the copies' and splits' loops over a s
 pieces given a count the compiler knows took the product from 25.95 to 23.40 ms (one-pass
 TF32: 10.26 and 10.48); then C's lines prefetched into L1 one, three or eight chunks
 before each flush took 27.3-28.1 ms (ptxas serialized the wgmma again: 114 registers),
-and five stages with two of lo parts (48 KB) 24.06.
+and five stages with two of lo parts (48 KB) 24.06. On another H200 the same day, each
+chunk's copy issued after the lo split's proxy fence instead of before it took 22.87 ms
+against 24.27 (21.87 against 23.50 at a flush every 2,048 rows).
 
     PYOPENCL_CTX=0 python3 tools/probe_wgmma_gram.py [--ptx DIR] [--only N ...]
         [--shape JSON ...] [--flush-rows R]"""
