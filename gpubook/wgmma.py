@@ -112,10 +112,12 @@ GRAM_SHAPE = {"WGS": 2, "MW": 1, "TN": 128, "KC": 16, "STAGES": 3, "WAIT": 0}
 # before (the copies' loops had a remainder and branches), 114 after, and the tensor
 # pipe busy 63% of the time instead of 57%. The copy of a chunk issued after the lo
 # split's proxy fence instead of before it (kernels/tensor/wgmma_gram.cl, `step`): 22.87
-# against 24.27 ms on another H200.
+# against 24.27 ms on another H200. BULK=1 copies each chunk by two cp.async.bulk of one
+# work-item, waited for on an mbarrier, which no proxy fence waits for: 19.58 ms against
+# 21.88 on a third (one-pass TF32's 48 KB of stages leave no room for the mbarriers).
 GRAM_SHAPE_3X = {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 4, "WAIT": 1, "AREG": 1, "LOS": 3,
-                 "L2HINT": 1, "REGS": 128}
-GRAM_SHAPES = [GRAM_SHAPE, GRAM_SHAPE_3X, {**GRAM_SHAPE_3X, "AREG": 0, "LOS": 2},
+                 "L2HINT": 1, "REGS": 128, "BULK": 1}
+GRAM_SHAPES = [GRAM_SHAPE, GRAM_SHAPE_3X, {**GRAM_SHAPE_3X, "AREG": 0, "LOS": 2, "BULK": 0},
                {"WGS": 2, "MW": 1, "TN": 128, "KC": 16, "STAGES": 3, "WAIT": 1},
                {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 6, "WAIT": 1},
                {"WGS": 2, "MW": 1, "TN": 128, "KC": 8, "STAGES": 5, "WAIT": 0},
@@ -142,7 +144,8 @@ def gram_local_bytes(shape, mode="tf32"):
     lo parts (of B's rows only where AREG takes A from registers)."""
     tm, tn = 64 * shape["WGS"] * shape["MW"], shape["TN"]
     lo = shape.get("LOS", 2) * ((0 if shape.get("AREG") else tm) + tn) if GRAM_MODES[mode] == 2 else 0
-    return 4 * (shape["STAGES"] * (tm + tn) + lo) * shape["KC"]
+    bars = 8 * shape["STAGES"] if shape.get("BULK") else 0       # an mbarrier a stage
+    return 4 * (shape["STAGES"] * (tm + tn) + lo) * shape["KC"] + bars
 
 
 class Gram:

@@ -170,3 +170,15 @@ def test_step_8s_sentence_is_computed_from_its_times():
     assert "2.00× step 7's speed" in note and "1.70× cuBLAS SSYRK's speed" in note
     assert "execute 250 TFLOP/s, where cuBLAS's TF32 GEMM executes 250" in note
     assert ct.wgmma_note({}, {}, None, None, 1.0) == ""
+
+
+def test_bulk_copies_add_an_mbarrier_a_stage_and_only_where_asked():
+    shape = wgmma.GRAM_SHAPE_3X
+    assert shape["BULK"] == 1
+    plain = wgmma.gram_local_bytes({**shape, "BULK": 0}, "3xtf32")
+    assert plain == 45056                         # what ptxas gave the stages and lo parts
+    assert wgmma.gram_local_bytes(shape, "3xtf32") == plain + 8 * shape["STAGES"]
+    assert wgmma.gram_local_bytes(shape, "3xtf32") <= wgmma.LOCAL_LIMIT
+    # one-pass TF32's stages fill the 48 KB: an mbarrier more would not fit
+    assert wgmma.gram_local_bytes({**wgmma.GRAM_SHAPE, "BULK": 1}) > wgmma.LOCAL_LIMIT
+    assert "BULK" not in wgmma.GRAM_SHAPE

@@ -41,7 +41,12 @@ TF32: 10.26 and 10.48); then C's lines prefetched into L1 one, three or eight ch
 before each flush took 27.3-28.1 ms (ptxas serialized the wgmma again: 114 registers),
 and five stages with two of lo parts (48 KB) 24.06. On another H200 the same day, each
 chunk's copy issued after the lo split's proxy fence instead of before it took 22.87 ms
-against 24.27 (21.87 against 23.50 at a flush every 2,048 rows).
+against 24.27 (21.87 against 23.50 at a flush every 2,048 rows). On a third, each chunk
+copied by two cp.async.bulk of one work-item completing on an mbarrier (BULK=1, now 3xTF32's
+default) took 19.58 ms against 21.88, and 23.59 with the copy after the lo split: the
+proxy fence does not wait for bulk copies. One-pass TF32 with BULK: 10.31 ms (chunks of 8,
+five stages, one product in flight), 11.58 (none), 13.23 (chunks of 16, two stages),
+against 9.74 for its default, whose three stages of 16 rows leave no room for mbarriers.
 
     PYOPENCL_CTX=0 python3 tools/probe_wgmma_gram.py [--ptx DIR] [--only N ...]
         [--shape JSON ...] [--flush-rows R]"""
@@ -64,7 +69,7 @@ def label(shape, mode):
             f"{shape['STAGES']} stages, {shape['WAIT']} in flight"
             + (", A from registers" if shape.get("AREG") else "")
             + (f", {shape['LOS']} lo stages" if "LOS" in shape else "")
-            + "".join(f", {k} {v}" for k, v in shape.items() if k in ("L2HINT", "REGS")))
+            + "".join(f", {k} {v}" for k, v in shape.items() if k in ("L2HINT", "REGS", "BULK")))
 
 
 def main():
@@ -117,7 +122,8 @@ def main():
                 continue
             if args.ptx:
                 args.ptx.mkdir(parents=True, exist_ok=True)
-                keys = ("WGS", "MW", "TN", "KC", "STAGES", "WAIT", "AREG", "LOS", "L2HINT", "REGS")
+                keys = ("WGS", "MW", "TN", "KC", "STAGES", "WAIT", "AREG", "LOS", "L2HINT", "REGS",
+                        "BULK")
                 tag = "_".join(str(shape.get(k, 0)) for k in keys)
                 (args.ptx / f"gram_{tag}_{mode}.ptx").write_text(gram.ptx)
             got = gram.product(small)

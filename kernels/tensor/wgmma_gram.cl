@@ -39,7 +39,7 @@
 // computed by the work-items from local memory in float32, so a CPU checks the tiles,
 // the copies, the layouts and the flushes.
 // Build options: WGS, MW, TN (a multiple of 32), KC (of 8), STAGES (at least 2 +
-// WAIT), WAIT, FLUSH (a multiple of KC), MODE, AREG, LOS, L2HINT, LANES, and
+// WAIT), WAIT, FLUSH (a multiple of KC), MODE, AREG, LOS, L2HINT, BULK, EARLY, LANES, and
 // tf32_transpose's TW work-items on blocks of TK rows by TJ columns. Sizes: m a
 // multiple of KC and TK, n of TM, TN and TJ (gpubook.wgmma.Gram pads other sizes).
 #ifndef NV_PTX
@@ -189,18 +189,75 @@ inline void copies_wait_all(void)
 #endif
 }
 
-// Chunk k0.. of the rows i0.. (A) and j0.. (B) of X' into a stage: two runs of floats
-// that lie side by side in X' (tf32_transpose's order).
-inline void copy_chunk(__local float *st, __global const float *xt, const int n, const int k0, const int i0,
+// BULK=1 (NVIDIA): one work-item copies each chunk, A's run and B's, by cp.async.bulk,
+// which completes on an mbarrier of the chunk's stage (after the stages in local memory);
+// every work-item then waits on that barrier's phase. No proxy fence stands between
+// these copies and wgmma: both are the async proxy's.
+#ifndef BULK
+#define BULK 0
+#endif
+#define USE_BULK (NV_PTX && BULK)
+#define BARS (USE_BULK ? 2 * STAGES : 0)   // floats: an 8-byte mbarrier a stage
+#ifndef EARLY          // MODE 2, LOS 3: a chunk's copy before the lo split (default with BULK)
+#define EARLY USE_BULK
+#endif
+
+inline uint shared_address(__local const float *p)
+{
+    return (uint)(size_t)p;
+}
+
+// Chunk c (rows c KC..) of the rows i0.. (A) and j0.. (B) of X' into its stage: two runs
+// of floats that lie side by side in X' (tf32_transpose's order).
+inline void copy_chunk(__local float *st, const int c, __global const float *xt, const int n, const int i0,
                        const int j0, const int t)
 {
-    __global const float *chunk = xt + (size_t)k0 * n;
+    __local float *stage = st + c % STAGES * STAGE;
+    __global const float *chunk = xt + (size_t)c * KC * n;
+#if USE_BULK
+    if (t == 0) {
+        const uint bar = shared_address(st + LOCAL + 2 * (c % STAGES));
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(16 * PIECES)
+                     : "memory");
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                     ::"r"(shared_address(stage)), "l"((ulong)(chunk + i0 * KC)), "r"(4 * TM * KC), "r"(bar)
+                     : "memory");
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                     ::"r"(shared_address(stage + TM * KC)), "l"((ulong)(chunk + j0 * KC)), "r"(4 * TN * KC),
+                       "r"(bar)
+                     : "memory");
+    }
+#else
 #pragma unroll
     for (int r = 0; r < ROUNDS; ++r) {
         const int e = t + r * LANES;
         if (PIECES % LANES == 0 || e < PIECES)
-            copy16(st + 4 * e, chunk + (IN_A(r, e) ? i0 * KC + 4 * e : j0 * KC + 4 * e - TM * KC));
+            copy16(stage + 4 * e, chunk + (IN_A(r, e) ? i0 * KC + 4 * e : j0 * KC + 4 * e - TM * KC));
     }
+#endif
+}
+
+// Chunk c has landed in its stage: with BULK for every work-item (the phase of its
+// stage's mbarrier for this use has completed); with cp.async, this work-item's copies
+// (all of them where `all`, else all but the newest AHEAD - 1 groups).
+inline void chunk_landed(__local float *st, const int c, const int all)
+{
+#if USE_BULK
+    const uint bar = shared_address(st + LOCAL + 2 * (c % STAGES)), parity = (uint)(c / STAGES) & 1u;
+    uint done;
+    do {
+        asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                     "selp.u32 %0, 1, 0, p;\n\t}"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
+#else
+    if (all)
+        copies_wait_all();
+    else
+        copies_wait();
+#endif
 }
 
 // MODE 2: the lo parts of a stage (with AREG, of its B part only), x - hi with hi = x
@@ -450,15 +507,21 @@ inline void step(float *acc, __local float *st, const uint base, __global const 
     const int f = ch % STAGES * STAGE, l = STAGES * STAGE + ch % LOS * LO_PART;
 #if MODE == 2 && LOS == 3
     all_products(acc, st, base, f, l, z, t, ra);
+#if EARLY
+    if (ch + AHEAD < chunks)
+        copy_chunk(st, ch + AHEAD, xt, n, i0, j0, t);
+#endif
     if (ch + 1 < chunks) {
-        copies_wait_all();
+        chunk_landed(st, ch + 1, 1);
         split_chunk(st + STAGES * STAGE + (ch + 1) % LOS * LO_PART, st + (ch + 1) % STAGES * STAGE, t);
 #if NV_PTX
         asm volatile("// WG_FENCE_PROXY" ::: "memory");
 #endif
     }
+#if !EARLY
     if (ch + AHEAD < chunks)
-        copy_chunk(st + (ch + AHEAD) % STAGES * STAGE, xt, n, (ch + AHEAD) * KC, i0, j0, t);
+        copy_chunk(st, ch + AHEAD, xt, n, i0, j0, t);
+#endif
     copies_close();
 #if NV_PTX
     asm volatile("// WG_WAIT 1" ::: "memory");
@@ -469,14 +532,14 @@ inline void step(float *acc, __local float *st, const uint base, __global const 
 #elif MODE == 2
     all_products(acc, st, base, f, l, z, t, ra);
     if (ch + AHEAD < chunks)
-        copy_chunk(st + (ch + AHEAD) % STAGES * STAGE, xt, n, (ch + AHEAD) * KC, i0, j0, t);
+        copy_chunk(st, ch + AHEAD, xt, n, i0, j0, t);
     copies_close();
 #if NV_PTX
     asm volatile("// WG_WAIT 1" ::: "memory");
 #endif
     hold_a(prev);   // the registers chunk ch - 1's products read
     if (ch + 1 < chunks) {
-        copies_wait();
+        chunk_landed(st, ch + 1, 0);
         if (LOS == 2)   // every warp group's products of ch - 1 have ended (with 3, those of
             barrier(CLK_LOCAL_MEM_FENCE);   // ch - 2 did, before the last chunk's barrier)
         split_chunk(st + STAGES * STAGE + (ch + 1) % LOS * LO_PART, st + (ch + 1) % STAGES * STAGE, t);
@@ -486,13 +549,13 @@ inline void step(float *acc, __local float *st, const uint base, __global const 
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 #else
-    copies_wait();
-#if NV_PTX
+    chunk_landed(st, ch, 0);
+#if NV_PTX && !USE_BULK
     asm volatile("// WG_FENCE_PROXY" ::: "memory");
 #endif
     barrier(CLK_LOCAL_MEM_FENCE);
     if (ch + AHEAD < chunks)
-        copy_chunk(st + (ch + AHEAD) % STAGES * STAGE, xt, n, (ch + AHEAD) * KC, i0, j0, t);
+        copy_chunk(st, ch + AHEAD, xt, n, i0, j0, t);
     copies_close();
     all_products(acc, st, base, f, l, z, t, ra);
 #if NV_PTX && WAIT
@@ -536,7 +599,7 @@ __kernel __attribute__((reqd_work_group_size(LANES, 1, 1)))
 void wgmma_gram(__global const float *restrict xt, const int m, const int n, __global const int2 *tiles,
                 __global float *restrict c, const int ldc, const int first)
 {
-    __local float st[LOCAL] __attribute__((aligned(1024)));
+    __local float st[LOCAL + BARS] __attribute__((aligned(1024)));
     const int t = get_local_id(0);
     const int i0 = tiles[get_group_id(0)].x, j0 = tiles[get_group_id(0)].y;
     const uint base = (uint)(size_t)st;
@@ -549,13 +612,22 @@ void wgmma_gram(__global const float *restrict xt, const int m, const int n, __g
 #pragma unroll
     for (int q = 0; q < AREGS; ++q)
         ra[q] = rb[q] = 0;
+#if USE_BULK
+    if (t == 0) {
+        for (int s = 0; s < STAGES; ++s)
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(st + LOCAL + 2 * s))
+                         : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
     for (int s = 0; s < AHEAD; ++s) {
         if (s < chunks)
-            copy_chunk(st + s * STAGE, xt, n, s * KC, i0, j0, t);
+            copy_chunk(st, s, xt, n, i0, j0, t);
         copies_close();
     }
 #if MODE == 2
-    copies_wait();
+    chunk_landed(st, 0, 0);
     split_chunk(st + STAGES * STAGE, st, t);
 #if NV_PTX
     asm volatile("// WG_FENCE_PROXY" ::: "memory");
