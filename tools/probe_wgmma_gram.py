@@ -47,8 +47,8 @@ default) took 19.58 ms against 21.88, and 23.59 with the copy after the lo split
 proxy fence does not wait for bulk copies. One-pass TF32 with BULK: 10.31 ms (chunks of 8,
 five stages, one product in flight), 11.58 (none), 13.23 (chunks of 16, two stages),
 against 9.74 for its default, whose three stages of 16 rows leave no room for mbarriers.
-Nsight Compute on the bulk copies (the product replayed through CUDA from the same PTX,
-at the profiler's clock): 99 instructions a warp a chunk and the tensor pipe busy 78% of
+Nsight Compute on the bulk copies (tools/profile_wgmma_gram.py: the product replayed
+through CUDA from the same PTX, at the profiler's clock): 99 instructions a warp a chunk and the tensor pipe busy 78% of
 the time, against 114 and 63% with cp.async (before its copy moved past the fence); dropping the commit_group each chunk still issued (no
 cp.async left to close) changed nothing: 20.74 against 20.74-20.82 ms.
 
