@@ -48,8 +48,9 @@ proxy fence does not wait for bulk copies. One-pass TF32 with BULK: 10.31 ms (ch
 five stages, one product in flight), 11.58 (none), 13.23 (chunks of 16, two stages),
 against 9.74 for its default, whose three stages of 16 rows leave no room for mbarriers.
 Nsight Compute on the bulk copies (tools/profile_wgmma_gram.py: the product replayed
-through CUDA from the same PTX, at the profiler's clock): 99 instructions a warp a chunk and the tensor pipe busy 78% of
-the time, against 114 and 63% with cp.async (before its copy moved past the fence); dropping the commit_group each chunk still issued (no
+through CUDA from the same PTX, at the profiler's clock): 99 instructions a warp a chunk
+and the tensor pipe busy 78% of the time, against 114 and 63% with cp.async (before its
+copy moved past the fence); dropping the commit_group each chunk still issued (no
 cp.async left to close) changed nothing: 20.74 against 20.74-20.82 ms.
 
     PYOPENCL_CTX=0 python3 tools/probe_wgmma_gram.py [--ptx DIR] [--only N ...]
