@@ -91,6 +91,18 @@ def is_nvidia(device):
     return "NVIDIA" in device.vendor.upper()
 
 
+def open_nvidia(consequence="wgmma does not apply"):
+    """How the GPU-host tools start: (device, ctx, queue) of the chosen device
+    (gpubook.open_device) where it is NVIDIA's, else None, once it has printed in one
+    line that the device is not NVIDIA's, and the consequence."""
+    from .device import open_device
+    device, ctx, queue, _, _ = open_device()
+    if is_nvidia(device):
+        return device, ctx, queue
+    print(f"{device.name.strip()} is not an NVIDIA device: {consequence}")
+    return None
+
+
 def run(ctx, device):
     """{option set: probe rows} for every set of OPTIONS; {} where the device is not NVIDIA's."""
     if not is_nvidia(device):

@@ -7,7 +7,7 @@ import pyopencl as cl
 import pytest
 
 import gpubook as gb
-from gpubook import wgmma
+from gpubook import ptx_probe, wgmma
 from gpubook.chapters.covariance import tensor_cores as ct
 
 SHAPES = [wgmma.GRAM_SHAPE,
@@ -182,3 +182,12 @@ def test_bulk_copies_add_an_mbarrier_a_stage_and_only_where_asked():
     # one-pass TF32's stages fill the 48 KB: an mbarrier more would not fit
     assert wgmma.gram_local_bytes({**wgmma.GRAM_SHAPE, "BULK": 1}) > wgmma.LOCAL_LIMIT
     assert "BULK" not in wgmma.GRAM_SHAPE
+
+
+def test_the_gpu_host_tools_say_in_one_line_why_wgmma_does_not_apply_elsewhere(capsys):
+    device = gb.open_device()[0]
+    if ptx_probe.is_nvidia(device):
+        pytest.skip("an NVIDIA device: the tools run here")
+    assert ptx_probe.open_nvidia() is None
+    out = capsys.readouterr().out
+    assert out == f"{device.name.strip()} is not an NVIDIA device: wgmma does not apply\n"

@@ -11,18 +11,17 @@ import datetime
 import sys
 
 sys.path.insert(0, __file__.rsplit("/", 2)[0])
-import gpubook as gb  # noqa: E402
-from gpubook.ptx_probe import OPTIONS, from_binary, is_nvidia, probe  # noqa: E402
+from gpubook.ptx_probe import OPTIONS, from_binary, open_nvidia, probe  # noqa: E402
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--csv", help="write the rows to this file too")
     args = parser.parse_args()
-    device, ctx, queue, _, _ = gb.open_device()
-    if not is_nvidia(device):
-        print(f"{device.name.strip()} is not an NVIDIA device: inline PTX does not apply, nothing built")
+    opened = open_nvidia("inline PTX does not apply, nothing built")
+    if opened is None:
         return 0
+    device, ctx, queue = opened
     rows = [(opt, *row) for opt, flags in OPTIONS.items() for row in probe(ctx, device, flags)]
     driver = device.driver_version.strip()
     print(f"{device.name.strip()}, driver {driver}")

@@ -87,10 +87,10 @@ def main():
                         help="a shape of its own, as JSON (instead of --only's)")
     parser.add_argument("--flush-rows", type=int, help="default: the mode's own")
     args = parser.parse_args()
-    device, ctx, queue, _, _ = gb.open_device()
-    if not ptx_probe.is_nvidia(device):
-        print(f"{device.name.strip()} is not an NVIDIA device: wgmma does not apply")
+    opened = ptx_probe.open_nvidia()
+    if opened is None:
         return 0
+    device, ctx, queue = opened
     mf = cl.mem_flags
     small = np.random.default_rng(1).integers(-2, 3, (256, 512)).astype(np.float32)
     want = small.astype(np.float64).T @ small

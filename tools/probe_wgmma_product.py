@@ -18,7 +18,6 @@ import pathlib
 import sys
 
 sys.path.insert(0, __file__.rsplit("/", 2)[0])
-import gpubook as gb  # noqa: E402
 from gpubook import ptx_probe  # noqa: E402
 
 
@@ -26,10 +25,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ptx", type=pathlib.Path)
     args = parser.parse_args()
-    device, _, _, _, _ = gb.open_device()
-    if not ptx_probe.is_nvidia(device):
-        print(f"{device.name.strip()} is not an NVIDIA device: wgmma does not apply")
+    opened = ptx_probe.open_nvidia()
+    if opened is None:
         return 0
+    device = opened[0]
     if args.ptx:
         args.ptx.mkdir(parents=True, exist_ok=True)
     print(f"{device.name.strip()}: " + " | ".join(ptx_probe.wgmma_product(device, args.ptx)))

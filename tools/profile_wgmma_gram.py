@@ -19,7 +19,6 @@ import sys
 import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 2)[0])
-import gpubook as gb  # noqa: E402
 from gpubook import counters, ptx_probe, wgmma  # noqa: E402
 
 
@@ -28,10 +27,10 @@ def main():
     parser.add_argument("--mode", default="3xtf32", choices=list(wgmma.GRAM_MODES))
     parser.add_argument("--flush-rows", type=int, help="default: the mode's own")
     args = parser.parse_args()
-    device, ctx, queue, _, _ = gb.open_device()
-    if not ptx_probe.is_nvidia(device):
-        print(f"{device.name.strip()} is not an NVIDIA device: wgmma does not apply")
+    opened = ptx_probe.open_nvidia()
+    if opened is None:
         return 0
+    _, ctx, queue = opened
     import cupy
 
     gram = wgmma.Gram(ctx, queue, args.mode, flush_rows=args.flush_rows)
