@@ -140,8 +140,9 @@ TRANSPOSE_TILE = (64, 64)
 
 
 def gram_local_bytes(shape, mode="tf32"):
-    """Local memory of one work-group: its stages, and in 3xtf32 LOS (2 or 3) more of
-    lo parts (of B's rows only where AREG takes A from registers)."""
+    """Local memory of one work-group: its stages, in 3xtf32 LOS (2 or 3) more of lo
+    parts (of B's rows only where AREG takes A from registers), and with BULK an 8-byte
+    mbarrier a stage (counted when emulated too, where the kernel leaves them out)."""
     tm, tn = 64 * shape["WGS"] * shape["MW"], shape["TN"]
     lo = shape.get("LOS", 2) * ((0 if shape.get("AREG") else tm) + tn) if GRAM_MODES[mode] == 2 else 0
     bars = 8 * shape["STAGES"] if shape.get("BULK") else 0       # an mbarrier a stage
