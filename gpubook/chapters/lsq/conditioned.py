@@ -98,14 +98,14 @@ def conditioning_claims(rows, where):
         failed_above=sum(lost_it(r["CholeskyQR2"]) for r in above),
         top_below=max((r["cond"] for r in below), default=None),
         low_above=min((r["cond"] for r in above), default=None)))
-    lost = [r for r in rows if _fails(r["CholeskyQR2"])]
+    lost = [r for r in rows if lost_it(r["CholeskyQR2"])]     # as the claim above counts it
     rescue = [r for r in lost if r["predicted_q1"] ** 2 * U <= CLEAN]
     beyond = [r for r in lost if r["predicted_q1"] ** 2 * U >= BROKEN]
     made.append(claim(
         "lsq_shift_rescues", "n_rescue >= 1 and rescued == n_rescue and refused == n_beyond",
-        "The shift is what saves shifted CholeskyQR3: where CholeskyQR2 failed and the shift leaves "
-        "Q₁ with κ² u ≤ 1e-2 ({n_rescue:.0f} of the {where} matrices, κ up to {top_rescue:.0e}), it "
-        "keeps ‖QᵀQ − I‖_F within {floor:.0e} (worst {worst:.1e}); where even Q₁ has κ² u ≥ 1e2 "
+        "The shift is what saves shifted CholeskyQR3: where CholeskyQR2 broke down or lost an order of "
+        "magnitude and the shift leaves Q₁ with κ² u ≤ 1e-2 ({n_rescue:.0f} of the {where} matrices, "
+        "κ up to {top_rescue:.0e}), it keeps ‖QᵀQ − I‖_F within {floor:.0e} (worst {worst:.1e}); where even Q₁ has κ² u ≥ 1e2 "
         "({n_beyond:.0f}) it refuses with an error instead of giving a Q",
         "Shifted CholeskyQR3 kept ‖QᵀQ − I‖_F within {floor:.0e} at {rescued:.0f} of the {n_rescue:.0f} "
         "{where} matrices where the shift leaves Q₁ with κ² u ≤ 1e-2, and refused {refused:.0f} of the "
