@@ -7,6 +7,8 @@ nanosecond timer (device/nv_clock.cl's reads) around a loop that keeps every SM 
 their ratio is the clock in GHz. Other devices have no such counters in OpenCL C,
 and `measure` says so instead of guessing.
 """
+import shutil
+import subprocess
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,9 +71,15 @@ def measure(ctx, queue, device, iters=32768, groups_per_cu=4):
     if why:
         raise ClockUnavailable(why)
     got, _ = stamps(ctx, queue, device, iters, groups_per_cu)
+    return from_stamps(got, "a loop")
+
+
+def from_stamps(got, what):
+    """SMClock of per work-group stamps [cycles, ns, SM, start ns] (sm_clock.cl's, or a
+    kernel's that stamps the same: gpubook.wgmma.Gram(clocks=True)), read over `what`."""
     cycles, ns = got[:, 0].astype(float), got[:, 1].astype(float)
-    if not (ns > 0).all():
-        raise ClockUnavailable("the GPU's nanosecond timer did not advance over a loop")
+    if not len(ns) or not (ns > 0).all():
+        raise ClockUnavailable(f"the GPU's nanosecond timer did not advance over {what}")
     ghz = cycles / ns
     q20, med, q80 = np.quantile(ghz, [0.2, 0.5, 0.8])
     return SMClock(float(med), float(q20), float(q80), len(ghz),
@@ -93,3 +101,26 @@ def fp32_lanes(device):
         return None
     per_cu = FP32_LANES.get(cc)
     return None if per_cu is None else per_cu * int(device.max_compute_units)
+
+
+def power_capped_us(device):
+    """Microseconds this GPU has spent with its clock held down by the driver's power cap
+    (nvidia-smi's clocks_event_reasons_counters.sw_power_cap, since the driver loaded),
+    or None where that cannot be read: not NVIDIA's device, no nvidia-smi, or no GPU
+    of the device's PCI bus and slot in its answer."""
+    smi = shutil.which("nvidia-smi")
+    if why_not(device) or smi is None:
+        return None
+    try:
+        where = (int(device.pci_bus_id_nv), int(device.pci_slot_id_nv))
+        out = subprocess.run([smi, "--query-gpu=pci.bus,pci.device,"
+                              "clocks_event_reasons_counters.sw_power_cap",
+                              "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=30).stdout
+        for line in out.splitlines():
+            bus, slot, us = (v.strip() for v in line.split(","))
+            if (int(bus, 16), int(slot, 16)) == where:
+                return int(us)
+    except (cl.Error, AttributeError, ValueError, OSError, subprocess.SubprocessError):
+        return None
+    return None

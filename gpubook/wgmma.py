@@ -21,7 +21,7 @@ import math
 import numpy as np
 import pyopencl as cl
 
-from . import launch, xtx
+from . import clock, launch, xtx
 from .kernels import build
 
 WARP_GROUP = 128
@@ -158,11 +158,12 @@ class Gram:
     float x is hi + lo, hi = x truncated to TF32 (as the tensor core reads x), lo = x - hi
     computed in local memory, and three products (lo hi, hi lo, hi hi). sync=True waits
     for each wgmma before the next (gpubook.wgmma.rewrite); flush_rows: terms between two
-    additions of the sums into C (None: FLUSH_ROWS_3X in 3xtf32, else FLUSH_ROWS). Any
+    additions of the sums into C (None: FLUSH_ROWS_3X in 3xtf32, else FLUSH_ROWS);
+    clocks=True: each work-group stamps the SM clock over its products (`clock`). Any
     m x n runs: sizes the tiles do not divide go through zero-padded copies (`padded`)."""
 
     def __init__(self, ctx, queue, mode="tf32", shape=None, emulate=False, sync=False,
-                 flush_rows=None):
+                 flush_rows=None, clocks=False):
         if mode not in GRAM_MODES:
             raise ValueError(f"unknown mode {mode!r}; use one of {', '.join(GRAM_MODES)}")
         self.ctx, self.queue, self.mode, self.emulate = ctx, queue, mode, bool(emulate)
@@ -191,7 +192,11 @@ class Gram:
         defines = {**sh, "MODE": GRAM_MODES[mode], "FLUSH": self.flush, "NV_PTX": int(not emulate),
                    "LANES": self.lanes, "TW": launch.largest(device, 256),
                    "TJ": TRANSPOSE_TILE[1], "TK": TRANSPOSE_TILE[0]}
-        prog = build(ctx, GRAM_PATH, defines)
+        self.clocks = bool(clocks)
+        path = ("device/nv_clock.cl", GRAM_PATH) if clocks else GRAM_PATH
+        if clocks:
+            defines["CLOCKS"] = 1
+        prog = build(ctx, path, defines)
         if emulate:     # a kernel may allow fewer work-items than its device (llvmpipe: 32)
             fit = {"LANES": launch.largest(device, self.lanes, lambda size: local,
                                            kern=cl.Kernel(prog, "wgmma_gram")),
@@ -199,7 +204,7 @@ class Gram:
             if fit != {k: defines[k] for k in fit}:
                 defines.update(fit)
                 self.lanes = fit["LANES"]
-                prog = build(ctx, GRAM_PATH, defines)
+                prog = build(ctx, path, defines)
         self.ptx = ""
         if not emulate:
             self.ptx = rewrite(prog.binaries[0].decode("utf-8", "replace"), sync, sh.get("REGS"))
@@ -207,7 +212,7 @@ class Gram:
         self.transpose, self.gram = cl.Kernel(prog, "tf32_transpose"), cl.Kernel(prog, "wgmma_gram")
         self.transpose_size = defines["TW"]
         launch.check(device, self.lanes, local, kern=self.gram)
-        self._xt, self._tiles, self._zeros, self._pads = {}, {}, {}, {}
+        self._xt, self._tiles, self._zeros, self._pads, self._stamps = {}, {}, {}, {}, None
 
     def tile_list(self, n):
         """(i0, j0) of each tile that holds part of C's lower triangle, a row of tiles
@@ -272,9 +277,25 @@ class Gram:
         first = self.transpose(self.queue, grid, (tw, 1), x, i32(ldx), shift, np.float32(scale), xt,
                                i32(m), i32(n), wait_for=wait_for)
         tiles = len(self.tile_list(n))
+        stamps = []
+        if self.clocks:
+            if self._stamps is None or self._stamps.size < 32 * tiles:
+                self._stamps = cl.Buffer(self.ctx, mf.READ_WRITE, 32 * tiles)
+            self._stamped = tiles
+            stamps = [self._stamps]
         second = self.gram(self.queue, (tiles * self.lanes,), (self.lanes,), xt, i32(m), i32(n),
-                           self._tiles[n], c, i32(ldc), i32(1), wait_for=[first])
+                           self._tiles[n], c, i32(ldc), i32(1), *stamps, wait_for=[first])
         return [first, second]
+
+    def clock(self):
+        """The SM clock over the products of the last enqueue (gpubook.clock.SMClock: the
+        median over work-groups of cycles over nanoseconds), built with clocks=True;
+        gpubook.clock.ClockUnavailable where nothing was read (no NVIDIA inline PTX)."""
+        if not self.clocks or self._stamps is None:
+            raise clock.ClockUnavailable("this Gram was built without clocks=True, or has not run")
+        got = np.empty((self._stamped, 4), np.uint64)
+        cl.enqueue_copy(self.queue, got, self._stamps)
+        return clock.from_stamps(got, "the products")
 
     def product(self, x):
         """C (float32) of a host matrix: the lower triangle and the diagonal tiles' upper

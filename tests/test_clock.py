@@ -58,3 +58,33 @@ def test_fp32_lanes_where_the_architecture_is_known(ctx_queue):
         assert lanes is None
     else:
         assert lanes is None or lanes % queue.device.max_compute_units == 0
+
+
+def test_stamps_give_the_median_clock_and_zero_stamps_are_refused():
+    got = np.array([[1_500, 1_000, 0, 5], [1_600, 1_000, 1, 5], [1_700, 1_000, 1, 5]], np.uint64)
+    c = clock.from_stamps(got, "the products")
+    assert c.ghz == pytest.approx(1.6) and c.groups == 3 and c.sms == 2
+    with pytest.raises(clock.ClockUnavailable, match="did not advance over the products"):
+        clock.from_stamps(np.zeros((3, 4), np.uint64), "the products")
+
+
+class _FakeNvidia:
+    class platform:
+        name = "NVIDIA CUDA"
+    name, pci_bus_id_nv, pci_slot_id_nv = "NVIDIA H200", 0, 6
+
+
+def test_the_power_cap_counter_of_this_gpu_is_read_from_nvidia_smi(monkeypatch, ctx_queue):
+    import subprocess
+
+    answer = "0x00, 0x05, 17\n0x00, 0x06, 3551142\n"
+    monkeypatch.setattr(clock.shutil, "which", lambda name: "/usr/bin/nvidia-smi")
+    monkeypatch.setattr(clock.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, answer))
+    assert clock.power_capped_us(_FakeNvidia()) == 3551142      # bus 0, slot 6: the second GPU
+    monkeypatch.setattr(clock.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, "[N/A]"))
+    assert clock.power_capped_us(_FakeNvidia()) is None
+    monkeypatch.setattr(clock.shutil, "which", lambda name: None)
+    assert clock.power_capped_us(_FakeNvidia()) is None
+    _, queue = ctx_queue
+    if "NVIDIA" not in queue.device.platform.name:
+        assert clock.power_capped_us(queue.device) is None

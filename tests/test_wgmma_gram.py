@@ -191,3 +191,51 @@ def test_the_gpu_host_tools_say_in_one_line_why_wgmma_does_not_apply_elsewhere(c
     assert ptx_probe.open_nvidia() is None
     out = capsys.readouterr().out
     assert out == f"{device.name.strip()} is not an NVIDIA device: wgmma does not apply\n"
+
+
+def test_clocks_stamp_each_work_group_and_leave_the_product_exact(env):
+    ctx, queue = env
+    x = np.random.default_rng(4).integers(-2, 3, (128, 256)).astype(np.float32)
+    gram = wgmma.Gram(ctx, queue, "3xtf32", SHAPES[4], emulate=True, flush_rows=64, clocks=True)
+    with pytest.raises(gb.clock.ClockUnavailable, match="has not run"):
+        gram.clock()
+    got = gram.product(x)
+    want = x.astype(np.float64).T @ x
+    assert np.array_equal(got[lower(256)], want[lower(256)])
+    # off NVIDIA the stamps are zeros, and the clock is refused, not made up
+    with pytest.raises(gb.clock.ClockUnavailable, match="did not advance over the products"):
+        gram.clock()
+    with pytest.raises(gb.clock.ClockUnavailable, match="without clocks=True"):
+        wgmma.Gram(ctx, queue, "3xtf32", SHAPES[4], emulate=True).clock()
+
+
+def test_step_8s_clock_claim_needs_the_power_cap_and_can_fail():
+    from gpubook.chapters.covariance import claims as cc
+    three = {"clock_ghz": 1.56, "capped_s": 0.11, "window_s": 0.14}
+    times = {"3xtf32": three, "tf32-raw": {"clock_ghz": 1.66}}
+    c = cc.wgmma_clock(times, 1.98)
+    assert c.kind == "cause" and c.held is True
+    assert "1.56 GHz" in c.sentence and "79% of the 1.98 GHz" in c.sentence and "110 of the 140 ms" in c.sentence
+    assert cc.wgmma_clock({**times, "3xtf32": {**three, "capped_s": 0.01}}, 1.98).held is False
+    assert cc.wgmma_clock({**times, "3xtf32": {**three, "clock_ghz": 1.97}}, 1.98).held is False
+    assert cc.wgmma_clock({**times, "3xtf32": {**three, "capped_s": None}}, 1.98).held is None
+    assert cc.wgmma_clock(times, 0).held is None                 # a maximum clock unreported
+    assert "not read here" in cc.wgmma_clock({}, 1.98).sentence
+
+
+def test_step_8s_times_leave_the_clock_and_power_cap_unread_off_nvidia(env):
+    from gpubook.chapters.covariance import incore as cv
+    ctx, queue = env
+    if ptx_probe.is_nvidia(queue.device):
+        pytest.skip("an NVIDIA device reads them")
+    x = np.random.default_rng(5).standard_normal((256, 128)).astype(np.float32)
+    cov = cv.Covariance(ctx, queue, *x.shape)
+    cov.upload(x)
+    cov.mean()
+    cov.centre()
+    grams = {mode: wgmma.Gram(ctx, queue, mode, ct.WGMMA_EMULATED_SHAPE, emulate=True, clocks=True)
+             for mode in ("tf32-raw", "3xtf32")}
+    times = ct.wgmma_times(cov, grams, repeats=1)
+    for t in times.values():
+        assert t["clock_ghz"] is None and t["capped_s"] is None and t["window_s"] > 0
+        assert 0 < t["product_s"] < t["window_s"]

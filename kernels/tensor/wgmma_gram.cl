@@ -39,8 +39,8 @@
 // computed by the work-items from local memory in float32, so a CPU checks the tiles,
 // the copies, the layouts and the flushes.
 // Build options: WGS, MW, TN (a multiple of 32), KC (of 8), STAGES (at least 2 +
-// WAIT), WAIT, FLUSH (a multiple of KC), MODE, AREG, LOS, L2HINT, BULK, EARLY, LANES, and
-// tf32_transpose's TW work-items on blocks of TK rows by TJ columns. Sizes: m a
+// WAIT), WAIT, FLUSH (a multiple of KC), MODE, AREG, LOS, L2HINT, BULK, EARLY, CLOCKS,
+// LANES, and tf32_transpose's TW work-items on blocks of TK rows by TJ columns. Sizes: m a
 // multiple of KC and TK, n of TM, TN and TJ (gpubook.wgmma.Gram pads other sizes).
 #ifndef NV_PTX
 #define NV_PTX 0
@@ -198,6 +198,9 @@ inline void copies_wait_all(void)
 #endif
 #define USE_BULK (NV_PTX && BULK)
 #define BARS (USE_BULK ? 2 * STAGES : 0)   // floats: an 8-byte mbarrier a stage
+#ifndef CLOCKS         // 1: the first work-item of each work-group stamps the SM clock (built
+#define CLOCKS 0       // after device/nv_clock.cl: gpubook.wgmma.Gram(clocks=True)), in
+#endif                 // device/sm_clock.cl's order: cycles, nanoseconds, SM, start time
 #ifndef EARLY          // MODE 2, LOS 3: a chunk's copy before the lo split (default with BULK)
 #define EARLY USE_BULK
 #endif
@@ -464,16 +467,6 @@ inline void chunk_products(float *acc, __local const float *st, const uint base,
 #endif
 }
 
-// One chunk, ch (in stage ch % STAGES; in MODE 2 its lo parts in lo stage ch % LOS).
-// MODE 0, 1: its copies waited for, one barrier (which also means every warp group's
-// products of chunk ch - 1 - WAIT have ended), the copy of chunk ch + AHEAD into that
-// chunk's stage, the products, the wait for all but WAIT of them. MODE 2, LOS 3: the
-// products of chunk ch; the lo parts of ch + 1 (its copies waited for) into the lo stage
-// that ch - 2 used, and the proxy fence; only then the copy of ch + AHEAD (into the stage
-// of ch - 2); the wait for ch - 1's products; a barrier. The tensor cores work through the
-// split. The proxy fence seems to wait for this work-item's copies in flight too: with the
-// copy before it, the product took 24.27 ms against 22.87 (one H200, 2026-11-28). LOS 2:
-// the copy, the wait for ch - 1's products, a barrier, the split, the fence, a barrier.
 // Every product of the chunk: work-item t plays work-items t, t + LANES, ... of the warp
 // groups (only itself with NV_PTX), each with its ACC sums.
 inline void all_products(float *acc, __local const float *st, const uint base, const int f, const int l,
@@ -500,6 +493,19 @@ inline void hold_a(uint *r)
 #endif
 }
 
+// One chunk, ch (in stage ch % STAGES; in MODE 2 its lo parts in lo stage ch % LOS).
+// MODE 0, 1: its copies waited for, one barrier (which also means every warp group's
+// products of chunk ch - 1 - WAIT have ended), the copy of chunk ch + AHEAD into that
+// chunk's stage, the products, the wait for all but WAIT of them. MODE 2, LOS 3: the
+// products of chunk ch; the copy of ch + AHEAD (into the stage of ch - 2) where EARLY;
+// the lo parts of ch + 1 (its copies waited for) into the lo stage that ch - 2 used, and
+// the proxy fence; the copy of ch + AHEAD here where not EARLY; the wait for ch - 1's
+// products; a barrier. The tensor cores work through the split. The proxy fence seems
+// to wait for this work-item's cp.async copies in flight: with the copy before it, the
+// product took 24.27 ms against 22.87 (one H200, 2026-11-28), so cp.async copies after
+// it; bulk copies, which it does not wait for, go before it (EARLY, BULK's default).
+// LOS 2: the copy, the wait for ch - 1's products, a barrier, the split, the fence, a
+// barrier.
 inline void step(float *acc, __local float *st, const uint base, __global const float *xt, const int n,
                  const int ch, const int chunks, const int z, const int i0, const int j0, const int t,
                  uint *ra, uint *prev)
@@ -597,12 +603,22 @@ inline void run_chunks(float *acc, __local float *st, const uint base, __global 
 // injected").
 __kernel __attribute__((reqd_work_group_size(LANES, 1, 1)))
 void wgmma_gram(__global const float *restrict xt, const int m, const int n, __global const int2 *tiles,
-                __global float *restrict c, const int ldc, const int first)
+                __global float *restrict c, const int ldc, const int first
+#if CLOCKS
+                , __global ulong *stamps
+#endif
+                )
 {
     __local float st[LOCAL + BARS] __attribute__((aligned(1024)));
     const int t = get_local_id(0);
+#if CLOCKS      // the start goes to memory, not to registers held through the products
+    if (t == 0) {
+        stamps[4 * get_group_id(0)] = cycles();
+        stamps[4 * get_group_id(0) + 3] = nanoseconds();
+    }
+#endif
     const int i0 = tiles[get_group_id(0)].x, j0 = tiles[get_group_id(0)].y;
-    const uint base = (uint)(size_t)st;
+    const uint base = shared_address(st);
     const int chunks = m / KC;
     float acc[VIRT * ACC];
 #pragma unroll
@@ -650,4 +666,13 @@ void wgmma_gram(__global const float *restrict xt, const int m, const int n, __g
             flush(acc + v * ACC, c, ldc, i0, j0, u / 128, u % 128 / 32, u % 32, first && c0 == 0);
         }
     }
+#if CLOCKS
+    if (t == 0) {
+        const size_t g = 4 * get_group_id(0);
+        const ulong c1 = cycles(), t1 = nanoseconds();
+        stamps[g] = c1 - stamps[g];
+        stamps[g + 1] = t1 - stamps[g + 3];
+        stamps[g + 2] = sm_id();
+    }
+#endif
 }

@@ -210,6 +210,31 @@ def wgmma_digits(e_3x, e_tf32, e_fp32, rows_3x, rows_tf32):
                  e_3x=e_3x, e_tf32=e_tf32, e_fp32=e_fp32, rows_3x=rows_3x, rows_tf32=rows_tf32)
 
 
+def wgmma_clock(times, max_ghz):
+    """Part 6.3's step 8: the SM clock over 3xTF32's timed products against the device's
+    maximum, and the time nvidia-smi counts at the power cap over those runs
+    (tensor_cores.wgmma_times). On an H200 (2026-11-28), 1.52-1.60 GHz against 1.98, the
+    cap held for 3.55 s of a 5 s run of products; chapter 0's FMA loop held 1.98."""
+    three, one = (times or {}).get("3xtf32", {}), (times or {}).get("tf32-raw", {})
+    ms = {f"{k}_ms": None if three.get(f"{k}_s") is None else three[f"{k}_s"] * 1e3
+          for k in ("capped", "window")}
+    ghz = three.get("clock_ghz")
+    return claim(
+        "cov_wgmma_clock", "ghz <= 0.95 * max_ghz and capped_ms >= 0.5 * window_ms",
+        "Over 3xTF32's timed products the SMs ran at {ghz:.2f} GHz (the median over work-groups "
+        "and runs; one-pass TF32: {ghz1:.2f}), {pct:.0f}% of the {max_ghz:.2f} GHz this device gives as "
+        "its clock, and for {capped_ms:.0f} of the {window_ms:.0f} ms that its warm-up and timed runs "
+        "took the driver held the clock down at the card's power limit (nvidia-smi's counter): at "
+        "this rate of tensor work the power limit sets the clock",
+        "Over 3xTF32's timed products the SMs ran at {ghz:.2f} GHz, {pct:.0f}% of the {max_ghz:.2f} "
+        "GHz this device gives as its clock, and the driver held the clock at the power limit for "
+        "{capped_ms:.0f} of {window_ms:.0f} ms: here the power limit does not set the clock",
+        "The SM clock and the power cap over step 8's products were not read here: that needs "
+        "NVIDIA's tensor cores and nvidia-smi ({names} missing)",
+        kind="cause", ghz=ghz, ghz1=one.get("clock_ghz"), max_ghz=max_ghz,
+        pct=None if ghz is None or not max_ghz else 100 * ghz / max_ghz, **ms)
+
+
 def tf32_time(t3, t_raw, pass_flops, feed_bytes, mma_gflops):
     """Part 6.3: the two modes against their mma at chapter 0's TF32 rate. One pass
     (truncated TF32) and 3xTF32's three both run well above the time their mma need

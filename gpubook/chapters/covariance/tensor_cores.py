@@ -8,12 +8,14 @@ same kernel with the warp's product emulated in local memory (at most
 EMULATED_MAX of the data): that checks the kernel's arithmetic on any device,
 never the tensor cores or their speed.
 """
+import time
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pyopencl as cl
 from matplotlib.patches import Rectangle
 
-from ... import launch, ptx_probe, tensor, tf32, wgmma
+from ... import clock, launch, ptx_probe, tensor, tf32, wgmma
 from ...device import fp64_missing, has_fp64
 from ...kernels import KernelBuildError
 from ...launch import LaunchError
@@ -216,8 +218,8 @@ def wgmma_errors(ctx, queue, cov, x, ref, emulate=False):
     ValueError or LaunchError where it cannot run here."""
     if emulate:
         cov, x, ref = _cut(ctx, queue, cov, x, ref, WGMMA_EMULATED)
-    grams = {mode: wgmma.Gram(ctx, queue, mode, WGMMA_EMULATED_SHAPE if emulate else None, emulate=emulate)
-             for mode in MODES}
+    grams = {mode: wgmma.Gram(ctx, queue, mode, WGMMA_EMULATED_SHAPE if emulate else None, emulate=emulate,
+                              clocks=not emulate) for mode in MODES}
     errors = {}
     for mode, gram in grams.items():
         cov.upload(x)
@@ -258,24 +260,33 @@ def wgmma_flushes(ctx, queue, cov, x, ref, flush_rows, tf32_rows, repeats=3):
 
 
 def wgmma_times(cov, grams, repeats=5):
-    """{mode: {"pass_s", "product_s", "total_s", "executed"}}: medians over `repeats`
-    runs of step 8 on the page's centred data, by the device's events (X' written; the
-    tiles' products; from the pass's start to the finishing kernel's end), one warm-up
-    first; and the flops the tiles execute (whole tiles, three products in 3xtf32)."""
+    """{mode: {"pass_s", "product_s", "total_s", "executed", "clock_ghz", "capped_s",
+    "window_s"}}: medians over `repeats` runs of step 8 on the page's centred data, by the
+    device's events (X' written; the tiles' products; from the pass's start to the
+    finishing kernel's end), one warm-up first; the flops the tiles execute (whole tiles,
+    three products in 3xtf32); where the Gram stamps the clock, the median over the timed
+    runs of the SM clock over their products, and the seconds nvidia-smi counts the clock
+    held at the power cap over the window_s seconds of all the runs (else None)."""
     out = {}
     for mode, gram in grams.items():
-        rows = []
+        rows, ghz = [], []
+        capped, start = clock.power_capped_us(gram.queue.device), time.perf_counter()
         for rep in range(repeats + 1):
             events = wgmma_events(cov, gram)
             events[-1].wait()
             if rep:
                 rows.append([seconds(events[0]), seconds(events[1]),
                              (events[-1].profile.end - events[0].profile.start) * 1e-9])
+                ghz.append(gram.clock().ghz if gram.clocks and not gram.emulate else None)
+        window = time.perf_counter() - start
+        after = None if capped is None else clock.power_capped_us(gram.queue.device)
         pass_s, product_s, total_s = np.median(np.array(rows), axis=0)
         executed = (2 * len(gram.tile_list(cov.np_)) * gram.tm * gram.tn * cov.mp
                     * (3 if mode == "3xtf32" else 1))
         out[mode] = {"pass_s": float(pass_s), "product_s": float(product_s), "total_s": float(total_s),
-                     "executed": executed}
+                     "executed": executed, "window_s": window,
+                     "clock_ghz": None if None in ghz else float(np.median(ghz)),
+                     "capped_s": None if after is None else (after - capped) * 1e-6}
     return out
 
 
