@@ -280,7 +280,7 @@ def measured(page, tmp_path_factory):
     if not path.exists():
         pytest.skip(f"{page} is not built (test_every_toc_page_was_built says so)")
     if page not in _measured:
-        probe = path.with_name("_page_probe.html")
+        probe = path.with_name(f"_page_probe_{os.getpid()}.html")   # one a worker (xdist)
         probe.write_text(path.read_text().replace("</body>", f"<script>{MEASURE}</script></body>", 1))
         profile = tmp_path_factory.mktemp("chromium")
         try:
