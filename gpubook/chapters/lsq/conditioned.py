@@ -105,8 +105,8 @@ def conditioning_claims(rows, where):
         "lsq_shift_rescues", "n_rescue >= 1 and rescued == n_rescue and refused == n_beyond",
         "The shift is what saves shifted CholeskyQR3: where CholeskyQR2 broke down or lost an order of "
         "magnitude and the shift leaves Q₁ with κ² u ≤ 1e-2 ({n_rescue:.0f} of the {where} matrices, "
-        "κ up to {top_rescue:.0e}), it keeps ‖QᵀQ − I‖_F within {floor:.0e} (worst {worst:.1e}); where even Q₁ has κ² u ≥ 1e2 "
-        "({n_beyond:.0f}) it refuses with an error instead of giving a Q",
+        "κ up to {top_rescue:.0e}), it keeps ‖QᵀQ − I‖_F within {floor:.0e} (worst {worst:.1e}); "
+        "where even Q₁ has κ² u ≥ 1e2 ({n_beyond:.0f}) it refuses with an error instead of giving a Q",
         "Shifted CholeskyQR3 kept ‖QᵀQ − I‖_F within {floor:.0e} at {rescued:.0f} of the {n_rescue:.0f} "
         "{where} matrices where the shift leaves Q₁ with κ² u ≤ 1e-2, and refused {refused:.0f} of the "
         "{n_beyond:.0f} where Q₁ keeps κ² u ≥ 1e2: the shift does not explain what it did",
