@@ -207,6 +207,27 @@ def test_missing_chapter_is_absent(tmp_path):
     plt.close(fig)
 
 
+def test_a_chapter_whose_devices_end_on_different_steps_names_each_cells_step(tmp_path):
+    gpu = "nvidia-h200"
+    copy_device(gpu, tmp_path)
+    copy_device(gpu, tmp_path, slug="other-gpu", rename="Other GPU")
+    path = tmp_path / "other-gpu" / "08_lsq.json"
+    entry = json.loads(path.read_text())
+    gflops = entry["data"]["step_gflops"]
+    last = list(gflops)[-1]
+    gflops["7 a step only this record has"] = gflops[last] / 2
+    path.write_text(json.dumps(entry))
+    results = ac.load(tmp_path)
+    lsq, cov = ac.by_file("08_lsq"), ac.by_file("06_covariance")
+    rows = {r[0]: r for r in ac.headline_rows(results)}
+    assert rows[lsq.title][1] == "differs by device (named in each cell)"
+    assert rows[lsq.title][3].endswith(f", step {last}")
+    assert rows[lsq.title][4].endswith(", step 7 a step only this record has")
+    # the same last step on both: named once, in its column
+    assert rows[cov.title][1] == ac.headline(cov, results[gpu])[0]
+    assert not any(", step " in cell for cell in rows[cov.title][3:])
+
+
 def test_reader_device_appears(tmp_path):
     for device in DEVICES:
         copy_device(device, tmp_path)

@@ -9,12 +9,16 @@ from .records import (MACHINE, at_full_scale, fmt, headline, limits, mma_roof, n
 
 
 def headline_rows(results):
-    """Per chapter, the last step's figure on every device with its share of that device's limit."""
+    """Per chapter, the last step's figure on every device with its share of that device's
+    limit. Where the devices' records end on different steps (a record made before a
+    step was added, or a variant that won on one device only), each cell names its own."""
     rows = [["chapter", "last step", "unit (share of)"] + [name(r) for r in results.values()]]
     for c in present(results):
         found = [headline(c, r) for r in results.values()]
-        step = next(h[0] for h in found if h)
-        cells = ["—" if h is None else f"{fmt(h[1])} ({pct(h[2])})" if h[2] else fmt(h[1]) for h in found]
+        named = list(dict.fromkeys(h[0] for h in found if h))
+        cells = ["—" if h is None else (f"{fmt(h[1])} ({pct(h[2])})" if h[2] else fmt(h[1]))
+                 + ("" if len(named) == 1 else f", step {h[0]}") for h in found]
+        step = named[0] if len(named) == 1 else "differs by device (named in each cell)"
         rows.append([c.title, step, c.unit + (f" ({c.limit.label})" if c.limit else "")] + cells)
     return rows
 
