@@ -56,7 +56,7 @@ These products run at the card's power limit: on an H200 (2026-11-28, a fourth s
 nvidia-smi counted 3.55 s at the software power cap over 5 s of 3xTF32 products, whose
 clock as the work-groups stamped it (Gram(clocks=True)) read 1.52-1.60 GHz (one-pass
 TF32: 1.60-1.72), where chapter 0's FMA loop held 1.98. The first runs after an idle
-spell, before the cap comes in, took 19.1-19.5 ms against 20.5-21.6 after: compare
+spell, before the cap comes in, took 18.9-19.5 ms against 20.5-21.6 after: compare
 shapes in one call, each after the same warm-up.
 
     PYOPENCL_CTX=0 python3 tools/probe_wgmma_gram.py [--ptx DIR] [--only N ...]
