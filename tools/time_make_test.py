@@ -7,7 +7,8 @@ Clones this repository's committed main into a new folder, then runs there
 POCL_CACHE_DIR), each timed by the wall clock, and appends one row to
 book/data/test_times.csv (the table "Time of each command" of book/maintainers.md)
 with today's date, the times and the test counts that pytest printed. Nothing is
-written when a command fails: the failing command's last lines are printed instead.
+written when a command fails: the failing command's last lines (and the start of
+pytest's failures) are printed instead.
 """
 import argparse
 import csv
@@ -38,7 +39,11 @@ def run(cmd, cwd, env):
     seconds = time.perf_counter() - t0
     out = done.stdout + done.stderr
     if done.returncode:
-        print("\n".join(out.splitlines()[-40:]))
+        lines = out.splitlines()
+        # pytest's failures section too, not only its summary
+        start = next((i for i, l in enumerate(lines) if re.match(r"=+ (FAILURES|ERRORS) =+$", l)), None)
+        print("\n".join(lines[start:start + 120] + ["..."] if start is not None else []))
+        print("\n".join(lines[-40:]))
         sys.exit(f"{' '.join(cmd)} failed (exit {done.returncode}) after {minutes(seconds)}: "
                  "nothing written")
     print(f"{' '.join(cmd)}: {minutes(seconds)}", flush=True)
