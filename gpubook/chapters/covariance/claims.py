@@ -230,7 +230,7 @@ def wgmma_clock(times, max_ghz):
         "GHz this device gives as its clock, and the driver held the clock at the power limit for "
         "{capped_ms:.0f} of {window_ms:.0f} ms: here the power limit does not set the clock",
         "The SM clock and the power cap over step 8's products were not read here: that needs "
-        "NVIDIA's tensor cores and nvidia-smi ({names} missing)",
+        "NVIDIA's tensor cores, their clock and nvidia-smi",
         kind="cause", ghz=ghz, ghz1=one.get("clock_ghz"), max_ghz=max_ghz,
         pct=None if ghz is None or not max_ghz else 100 * ghz / max_ghz, **ms)
 
