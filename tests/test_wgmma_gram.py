@@ -239,3 +239,27 @@ def test_step_8s_times_leave_the_clock_and_power_cap_unread_off_nvidia(env):
     for t in times.values():
         assert t["clock_ghz"] is None and t["capped_s"] is None and t["window_s"] > 0
         assert 0 < t["product_s"] < t["window_s"]
+
+
+def test_the_power_exercise_needs_stamped_tensor_core_runs_and_its_claim_can_fail(env):
+    from gpubook.chapters.covariance import power
+    ctx, queue = env
+    with pytest.raises(ValueError, match="clocks=True on the tensor cores"):
+        power.ramp(None, wgmma.Gram(ctx, queue, "3xtf32", SHAPES[4], emulate=True, clocks=True))
+    runs = [{"product_s": 0.0192, "ghz": 1.95}] + [{"product_s": 0.0210, "ghz": 1.56}] * 29
+    found = {"runs": runs, "window_s": 0.70, "rest_s": 3.0, "capped_s": 0.55}
+    c = power.claim_of(found, 1.98)
+    assert c.kind == "cause" and c.held is True
+    assert "19.2 ms at 1.95 GHz" in c.sentence and "21.0 ms at 1.56 GHz" in c.sentence
+    assert "550 of their 700 ms" in c.sentence and "slows by 9%" in c.sentence
+    assert power.claim_of({**found, "capped_s": 0.01}, 1.98).held is False
+    steady = [{"product_s": 0.0210, "ghz": 1.56}] * 30
+    assert power.claim_of({**found, "runs": steady}, 1.98).held is False
+    assert power.claim_of({**found, "capped_s": None}, 1.98).held is None
+    assert power.claim_of({**found, "runs": runs[:5]}, 1.98).held is None     # too few to compare
+    assert "not all here" in power.claim_of(None, 1.98).sentence
+    fig = power.draw(found, "a GPU")
+    assert [ax.get_ylabel() for ax in fig.axes] == ["products (ms)", "SM clock (GHz)"]
+    assert fig.axes[1].get_xlabel() and len(fig.axes[0].lines[0].get_xdata()) == 30
+    import matplotlib.pyplot as plt
+    plt.close(fig)
