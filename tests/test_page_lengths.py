@@ -138,3 +138,21 @@ def test_the_main_line_of_the_chapters_reads_in_at_most_22000_words():
     total = pl.totals(rows)["words"]
     print(f"main line of chapters 0-10: {total:,} words")
     assert total <= 22_000
+
+
+@built
+def test_each_chapters_main_line_reads_in_at_most_25_minutes():
+    """Issue 49's floor for one chapter: its main-line pages at 200 words a minute and a
+    minute a figure (words of prose and figures only, so the fonts of the machine that
+    builds the site do not move it)."""
+    captions = pl.toc_captions()
+    by_chapter = {}
+    for p in toc_files():
+        row = pl.measure(p, HTML, captions.get(p), with_height=False)
+        if row["line"] == "main" and row["chapter"]:
+            by_chapter[row["chapter"]] = by_chapter.get(row["chapter"], 0.0) + pl.minutes(
+                row["words"], row["figures"])
+    print({c: round(m, 2) for c, m in sorted(by_chapter.items())})
+    assert len(by_chapter) == 11
+    long = {c: round(m, 2) for c, m in by_chapter.items() if m > 25}
+    assert not long, f"chapters whose main line takes more than 25 minutes: {long}"
