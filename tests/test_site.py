@@ -159,16 +159,27 @@ def probe_page(page, script, attribute, tmp_path):
 
 def chromium_json(probe, attribute, profile, *flags, timeout=120):
     """Load the file `probe` in headless Chromium (then delete it); the JSON that its
-    script wrote into the body's `attribute`, or a failed test when it wrote nothing."""
+    script wrote into the body's `attribute`, or a failed test when it wrote nothing.
+    Chromium runs a second time where the first wrote nothing or ran past `timeout` (a
+    loaded CI machine); the failure names Chromium's exit and the end of its stderr."""
+    why = ""
     try:
-        dom = subprocess.run([find_chromium(), *CHROMIUM_FLAGS, *flags, f"--user-data-dir={profile}",
-                              "--dump-dom", probe.as_uri()], capture_output=True, text=True,
-                             timeout=timeout).stdout
+        for attempt in range(2):
+            try:
+                run = subprocess.run([find_chromium(), *CHROMIUM_FLAGS, *flags,
+                                      f"--user-data-dir={pathlib.Path(profile) / str(attempt)}",
+                                      "--dump-dom", probe.as_uri()], capture_output=True, text=True,
+                                     timeout=timeout)
+            except subprocess.TimeoutExpired:
+                why = f"Chromium ran past {timeout} s"
+                continue
+            found = re.search(rf'{attribute}="([^"]+)"', run.stdout)
+            if found:
+                return json.loads(html_lib.unescape(found.group(1)))
+            why = f"Chromium exited {run.returncode}: {run.stderr[-300:]}"
     finally:
         probe.unlink()
-    found = re.search(rf'{attribute}="([^"]+)"', dom)
-    assert found, f"the probe page's script wrote no {attribute} (Chromium's output has none)"
-    return json.loads(html_lib.unescape(found.group(1)))
+    raise AssertionError(f"the probe page's script wrote no {attribute}, twice ({why})")
 
 
 SHOWN = "const shown = e => !!e && e.getClientRects().length > 0 && e.getBoundingClientRect().width > 0;"
@@ -282,25 +293,8 @@ def measured(page, tmp_path_factory):
     if page not in _measured:
         probe = path.with_name(f"_page_probe_{os.getpid()}.html")   # one a worker (xdist)
         probe.write_text(path.read_text().replace("</body>", f"<script>{MEASURE}</script></body>", 1))
-        found, why = None, ""
-        try:
-            for _ in range(2):      # a second Chromium where the first gave nothing (a loaded CI machine)
-                profile = tmp_path_factory.mktemp("chromium")
-                try:
-                    run = subprocess.run([find_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
-                                          f"--window-size={WINDOW[0]},{WINDOW[1]}", "--dump-dom",
-                                          probe.as_uri()], capture_output=True, text=True, timeout=120)
-                except subprocess.TimeoutExpired:
-                    why = "Chromium ran past 120 s"
-                    continue
-                found = re.search(r'data-page="([^"]+)"', run.stdout)
-                if found:
-                    break
-                why = f"Chromium exited {run.returncode}: {run.stderr[-300:]}"
-        finally:
-            probe.unlink()
-        assert found, f"{page}: the page's load handler did not run, twice ({why})"
-        _measured[page] = json.loads(html_lib.unescape(found.group(1)))
+        _measured[page] = chromium_json(probe, "data-page", tmp_path_factory.mktemp("chromium"),
+                                        f"--window-size={WINDOW[0]},{WINDOW[1]}")
     return _measured[page]
 
 
