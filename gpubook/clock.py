@@ -9,6 +9,7 @@ and `measure` says so instead of guessing.
 """
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -124,3 +125,16 @@ def power_capped_us(device):
     except (cl.Error, AttributeError, ValueError, OSError, subprocess.SubprocessError):
         return None
     return None
+
+
+def power_window(device):
+    """Start a stopwatch beside the power-cap counter; the function returned, called at
+    the end, gives (seconds since, seconds nvidia-smi counted at the power cap meanwhile,
+    or None where `power_capped_us` reads nothing)."""
+    capped, start = power_capped_us(device), time.perf_counter()
+
+    def stop():
+        seconds = time.perf_counter() - start
+        after = None if capped is None else power_capped_us(device)
+        return seconds, None if after is None else (after - capped) * 1e-6
+    return stop

@@ -88,3 +88,13 @@ def test_the_power_cap_counter_of_this_gpu_is_read_from_nvidia_smi(monkeypatch, 
     _, queue = ctx_queue
     if "NVIDIA" not in queue.device.platform.name:
         assert clock.power_capped_us(queue.device) is None
+
+
+def test_the_power_window_gives_its_seconds_and_the_caps_growth(monkeypatch):
+    counts = iter([1_000_000, 1_250_000])
+    monkeypatch.setattr(clock, "power_capped_us", lambda device: next(counts))
+    stop = clock.power_window(_FakeNvidia())
+    seconds, capped = stop()
+    assert seconds >= 0 and capped == pytest.approx(0.25)
+    monkeypatch.setattr(clock, "power_capped_us", lambda device: None)
+    assert clock.power_window(_FakeNvidia())()[1] is None

@@ -22,17 +22,13 @@ def ramp(cov, gram, runs=30, rest_s=3.0):
     if runs < 6:
         raise ValueError(f"the ramp compares its first run with its last five: {runs} runs are too few")
     time.sleep(rest_s)
-    device = gram.queue.device
-    capped, start = clock.power_capped_us(device), time.perf_counter()
-    out = []
+    stop, out = clock.power_window(gram.queue.device), []
     for _ in range(runs):
         events = gram.enqueue(cov.xc, cov.mp, cov.np_, cov.s, ldx=cov.np_, ldc=cov.np_)
         events[-1].wait()
         out.append({"product_s": seconds(events[-1]), "ghz": gram.clock().ghz})
-    window = time.perf_counter() - start
-    after = None if capped is None else clock.power_capped_us(device)
-    return {"runs": out, "window_s": window, "rest_s": rest_s,
-            "capped_s": None if after is None else (after - capped) * 1e-6}
+    window, capped = stop()
+    return {"runs": out, "window_s": window, "rest_s": rest_s, "capped_s": capped}
 
 
 def claim_of(found, max_ghz):
@@ -41,6 +37,7 @@ def claim_of(found, max_ghz):
     runs = (found or {}).get("runs") or []
     last = runs[-5:] if len(runs) >= 6 else []
     first = runs[0] if last else {}
+    last_s = float(np.median([r["product_s"] for r in last])) if last else None
     return _said(
         "cov_ex_power", "last_ms >= 1.03 * first_ms and last_ghz <= 0.97 * first_ghz "
                         "and capped_ms >= 0.25 * window_ms",
@@ -55,11 +52,10 @@ def claim_of(found, max_ghz):
         "{window_ms:.0f} ms at the power cap: here the runs did not slow with the card's power",
         "This needs Hopper's wgmma, its clock and nvidia-smi, which are not all here",
         rest=found.get("rest_s") if found else None, runs=len(runs), max_ghz=max_ghz,
-        first_ms=first.get("product_s", 0) * 1e3 if first else None, first_ghz=first.get("ghz"),
-        last_ms=float(np.median([r["product_s"] for r in last])) * 1e3 if last else None,
+        first_ms=first["product_s"] * 1e3 if first else None, first_ghz=first.get("ghz"),
+        last_ms=last_s * 1e3 if last else None,
         last_ghz=float(np.median([r["ghz"] for r in last])) if last else None,
-        slower=(100 * (np.median([r["product_s"] for r in last]) / first["product_s"] - 1)
-                if last else None),
+        slower=100 * (last_s / first["product_s"] - 1) if last else None,
         capped_ms=None if not found or found.get("capped_s") is None else found["capped_s"] * 1e3,
         window_ms=found["window_s"] * 1e3 if found else None, kind="cause")
 

@@ -8,8 +8,6 @@ same kernel with the warp's product emulated in local memory (at most
 EMULATED_MAX of the data): that checks the kernel's arithmetic on any device,
 never the tensor cores or their speed.
 """
-import time
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pyopencl as cl
@@ -270,7 +268,7 @@ def wgmma_times(cov, grams, repeats=5):
     out = {}
     for mode, gram in grams.items():
         rows, ghz = [], []
-        capped, start = clock.power_capped_us(gram.queue.device), time.perf_counter()
+        stop = clock.power_window(gram.queue.device)
         for rep in range(repeats + 1):
             events = wgmma_events(cov, gram)
             events[-1].wait()
@@ -278,15 +276,14 @@ def wgmma_times(cov, grams, repeats=5):
                 rows.append([seconds(events[0]), seconds(events[1]),
                              (events[-1].profile.end - events[0].profile.start) * 1e-9])
                 ghz.append(gram.clock().ghz if gram.clocks and not gram.emulate else None)
-        window = time.perf_counter() - start
-        after = None if capped is None else clock.power_capped_us(gram.queue.device)
+        window, capped = stop()
         pass_s, product_s, total_s = np.median(np.array(rows), axis=0)
         executed = (2 * len(gram.tile_list(cov.np_)) * gram.tm * gram.tn * cov.mp
                     * (3 if mode == "3xtf32" else 1))
         out[mode] = {"pass_s": float(pass_s), "product_s": float(product_s), "total_s": float(total_s),
                      "executed": executed, "window_s": window,
                      "clock_ghz": None if None in ghz else float(np.median(ghz)),
-                     "capped_s": None if after is None else (after - capped) * 1e-6}
+                     "capped_s": capped}
     return out
 
 
