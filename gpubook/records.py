@@ -39,9 +39,11 @@ def _merged(old, new):
     return out
 
 
-def record(chapter, device, scale, data, root=None, force=False, claims=True, part=None):
+def record(chapter, device, scale, data, root=None, force=False, claims=True, part=None,
+           resources=True):
     """Write results/<device>/<chapter>.json when GPUBOOK_RECORD=1 (or force);
-    with `claims`, the claims this run made go into it (a chapter's page).
+    with `claims`, the claims this run made go into it (a chapter's page), and with
+    `resources`, what each kernel the process built uses.
     With `part` (a chapter split over several pages, e.g. "6.2"), the page's keys
     go into the chapter's one record, laid over what the other parts recorded at
     the same scale (data["parts"] says which part wrote when).
@@ -68,7 +70,7 @@ def record(chapter, device, scale, data, root=None, force=False, claims=True, pa
         if part is not None:  # which part made them, so that its next run replaces them all
             for made_claim in entry["data"]["claims"].values():
                 made_claim["part"] = str(part)
-    used = recorded_resources(device)  # what each kernel built on this device uses, where it says
+    used = recorded_resources(device) if resources else None  # where the driver says
     if used:
         entry["resources"] = _jsonable(used)
     with _locked(path):   # the pages of one chapter may run at once, on two GPUs of a host

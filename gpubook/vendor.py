@@ -348,7 +348,8 @@ def save(device, size, found, root=None):
     old = load_results(CHAPTER, root).get(device_slug(device))
     data = dict(old["data"]) if old else {}
     data.update(found)
-    return record(CHAPTER, device, size, data, root=root, claims=False)  # not a chapter's page
+    # not a chapter's page: no claims, and no OpenCL kernel of the process is the libraries'
+    return record(CHAPTER, device, size, data, root=root, claims=False, resources=False)
 
 
 def recorded(figure, root=None):

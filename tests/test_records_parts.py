@@ -147,3 +147,17 @@ def test_a_claim_made_after_the_record_goes_into_it(tmp_path, monkeypatch):
     claims.claim("not_recording", "a > b", "held", "failed", glue=False, a=2, b=1)
     assert "not_recording" not in read(tmp_path)["data"]["claims"]
     claims.forget()
+
+
+def test_the_vendor_record_holds_no_kernel_resources(tmp_path, monkeypatch):
+    """The vendor libraries' record is not a page's: the OpenCL kernels its process
+    happened to build (a chapter's, when a page measures the libraries) stay out."""
+    from gpubook import vendor
+    built = {"scan/4_single_pass.cl:scan_single_pass[WG=512]": {"registers": 40}}
+    monkeypatch.setattr(records, "recorded_resources", lambda device: built)
+    records.record("07_scan", DEVICE, "full", {"m": 1}, root=tmp_path, force=True)
+    assert json.loads((tmp_path / "test-gpu" / "07_scan.json").read_text())["resources"] == built
+    monkeypatch.setenv("GPUBOOK_RECORD", "1")
+    vendor.save(DEVICE, "full", {"cub_scan": {"median_s": 1e-3}}, root=tmp_path)
+    entry = json.loads((tmp_path / "test-gpu" / "vendor.json").read_text())
+    assert entry["data"]["cub_scan"] == {"median_s": 1e-3} and "resources" not in entry
