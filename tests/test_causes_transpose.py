@@ -31,13 +31,23 @@ def test_the_causes_hold_on_the_h100(cause):
     print(c.name, c.values)
 
 
-def test_the_h200_page_falls_back_to_the_h100s_counters():
-    # the H200 has no counters of its own for this chapter (its first ones, of 2026-11-27,
-    # came from a replay tool that kept no launch sizes, and were dropped): its page
-    # shows the H100's, says whose they are, and the claims read those
+def test_the_h200_page_reads_its_own_counters():
+    # profiled on the H200 (2026-11-29): its page reads its own rows, and says nothing
+    # about another device's
     device = SimpleNamespace(name="NVIDIA H200", platform=SimpleNamespace(name="NVIDIA CUDA"))
     whose, rows, why = gc.stored("05_transpose", device)
-    assert rows and "H100" in whose and why
+    assert rows and whose == "NVIDIA H200" and why is None
+
+
+def test_a_launch_the_l2_holds_leaves_the_stream_unsettled():
+    # the H200's counted scores launch is the main line's small one (J = 20,480: 23 MiB
+    # of X^T, under twice the 50 MB L2): it can neither show nor refute a stream
+    rows, whose = counters("nvidia-h200")
+    c = tc.cols_stream_cause(rows, whose, KP)
+    assert c.held is None and "L2" in c.sentence and "23 MiB" in c.sentence
+    big = copy.deepcopy(rows)
+    big[tc.COUNTED["cols"].format(kp=KP)]["global"] = [262144]     # J = 2^20: 1.2 GB
+    assert tc.cols_stream_cause(big, whose, KP).held is False       # its DRAM at 8%
 
 
 def test_the_table_names_every_kernel():

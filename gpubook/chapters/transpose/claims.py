@@ -1,6 +1,7 @@
 """The sentences chapter 5 says about its measurements, as claims (gpubook.claims)."""
 from ...claims import claim
 from ...counters import trusted_metrics
+from ...peaks import datasheet_value
 
 
 def _said(name, relation, held, failed, missing, **values):
@@ -195,12 +196,21 @@ def cols_stream_cause(rows, whose, kp):
     load is whole sectors used once, so the scores kernel should be a pure stream from
     device memory: DRAM at 80% of its peak or more (the rest is what refresh and
     read-write turnarounds leave to any kernel) and under 10% of the L2's sectors hits
-    (nothing is read twice). A kernel held by latency or by the cache would fail it."""
+    (nothing is read twice). A kernel held by latency or by the cache would fail it.
+    A counted launch whose X fits twice in the device's L2 (by its data sheet) cannot
+    test a stream from memory: the claim is then not settled, and says so."""
     label = COUNTED["cols"].format(kp=kp)
     m = _metrics(rows, label) or {}
     size = ((rows or {}).get(label) or {}).get("global")   # one work-item per float4 of examples
     launch = f"the counted launch scored J = {4 * size[0]:,} examples" if size else \
         "the record does not give the counted launch's size"
+    read = 4 * size[0] * kp * 4 if size else None          # bytes of X^T it reads
+    l2 = datasheet_value(whose, "l2_bytes") if whose else None
+    small = bool(m and read and l2 and read < 2 * l2)
+    missing = (f"The {whose}'s counted launch of the scores kernel over $X^\\top$ reads "
+               f"{read / 2**20:,.0f} MiB, under twice its {l2 / 2**20:,.0f} MiB L2: such a "
+               "launch cannot show a stream from memory, and no larger one was counted") if small else \
+        "The scores kernel over transposed X has no trusted counters here ({names} missing)"
     return claim("tr_cols_streams", "dram >= 80 and hit < 10",
                  "The {whose}'s counters show the scores kernel over $X^\\top$ as a stream ("
                  + launch + "): DRAM at {dram:.0f}% of its peak with {hit:.0f}% L2 hits, "
@@ -208,10 +218,10 @@ def cols_stream_cause(rows, whose, kp):
                  "The {whose}'s counters do not show the scores kernel over $X^\\top$ as a "
                  "stream from memory (" + launch + "): DRAM at {dram:.0f}% of its peak, "
                  "{hit:.0f}% L2 hits (the test: 80% or more, under 10%)",
-                 "The scores kernel over transposed X has no trusted counters here "
-                 "({names} missing)",
-                 glue=False, kind="cause", whose=whose, dram=m.get("dram_pct"),
-                 hit=m.get("l2_hit_pct"))
+                 missing,
+                 glue=False, kind="cause", whose=whose,
+                 dram=None if small else m.get("dram_pct"),
+                 hit=None if small else m.get("l2_hit_pct"))
 
 
 def feature_latency_cause(rows, whose, kp):
