@@ -175,8 +175,8 @@ def latency_curve(ctx, queue, device, scale, sizes=None):
 
 # ---------------------------------------------------------------- bandwidth
 def read_shape(device, scale):
-    """(global size, local size) of the read kernel: powers of two, about 1024
-    work-items per compute unit on a GPU, 256 on a CPU."""
+    """(global size, local size) of the read kernel: powers of two, at least 1024
+    and fewer than 2048 work-items per compute unit on a GPU (256 to 512 on a CPU)."""
     per_cu = 1024 if scale == "full" else 256
     local = largest(device, 256)
     total = max(local, 1 << (compute_units(device) * per_cu - 1).bit_length())
