@@ -285,6 +285,12 @@ def folded(rows_table, title=None):
                 title or f"The counters, kernel by kernel ({kernels} kernel{'s' * (kernels != 1)})")
 
 
+def _reason(why):
+    """A stored reason as a table shows it: without a leading exception class name
+    ("CountersError: not replayed: ..." -> "not replayed: ..."); the record keeps it."""
+    return re.sub(r"^[A-Za-z_]\w*(?:Error|Exception):\s*", "", why) if why else why
+
+
 def table(rows, labels):
     """Rows for gb.markdown_table: one per label (a kernel label, or a
     (heading, label) pair), its counters where its replay is trusted, else the
@@ -299,7 +305,7 @@ def table(rows, labels):
         ratio = f"{row['cuda_s'] / row['opencl_s']:.2f}" if row.get("cuda_s") and \
             row.get("opencl_s") else ""
         if row.get("why_not") or "metrics" not in row:
-            out.append([heading, ratio, row.get("why_not") or "not profiled"]
+            out.append([heading, ratio, _reason(row.get("why_not")) or "not profiled"]
                        + [""] * (len(COLUMNS) - 1))
             continue
         m = row["metrics"]

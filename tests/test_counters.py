@@ -225,6 +225,15 @@ def test_the_page_shows_stored_counters_with_whose_and_why_none_here(tmp_path):
     assert counters.stored("07_scan", Device(), tmp_path)[:2] == (None, {})
 
 
+def test_the_table_shows_a_reason_without_its_exception_class():
+    why = "CountersError: not replayed: one launch takes 1.10 s, over 0.25 s"
+    rows = {"t.cl:a": {"opencl_s": 1.1, "why_not": why}}
+    table = counters.table(rows, ["t.cl:a"])
+    assert table[1][2] == "not replayed: one launch takes 1.10 s, over 0.25 s"
+    assert rows["t.cl:a"]["why_not"] == why            # the record keeps its text
+    assert counters._reason("its PTX: ValueError: x") == "its PTX: ValueError: x"
+
+
 def test_replays_batch_short_kernels_and_time_long_ones_a_few_times():
     from gpubook import replay
     assert replay.plan(10e-6) == (replay.BATCH, replay.REPEATS)

@@ -286,8 +286,9 @@ def _nothing(i):
 
 
 def task_overhead(client, tasks=100):
-    """Seconds one worker spends per task that does nothing: the round trip of
-    `tasks` empty GPU=1 tasks, times the workers, over the tasks."""
+    """Seconds one worker spends per task that does nothing, in throughput: the wall
+    time of `tasks` empty GPU=1 tasks submitted at once (their round trips overlap),
+    times the workers, over the tasks."""
     workers = len(client.scheduler_info()["workers"])
     t0 = time.perf_counter()
     client.gather(client.map(_nothing, range(tasks), resources=GPU, pure=False))

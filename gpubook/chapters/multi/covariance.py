@@ -150,7 +150,8 @@ class Covariance:
         return c
 
     def shares(self):
-        """The rows each device took in the last run, in whole blocks."""
+        """The rows each device took in the last run, in units of one full block
+        (fractional where a device took some of `tapered`'s cut end blocks)."""
         return [sum(rows for _, rows in taken) / self.rows for taken in self.taken]
 
     def timeline(self):

@@ -48,7 +48,8 @@ def choose_sum(mcov, lanes, n, M, G):
     trial = [(rng.standard_normal((n, n), dtype=np.float32), np.zeros(n)) for _ in range(G)]
     sum_s = sums.time_options(trial, M, lanes=lanes)
     mcov.threads, mcov.triangle = min(sum_s, key=sum_s.get)
-    rows = [[f"the float64 sum of {G} partial(s) of {n:,} × {n:,}, one pass", "time (ms)"]] + [
+    what = f"the float64 sum of {G} partial{'s' * (G > 1)} of {n:,} × {n:,}, one pass"
+    rows = [[what, "time (ms)"]] + [
         ["on the first device, in double precision" if t == "device"
          else f"{t} thread{'s' * (t > 1)}" + ", lower triangle" * tri, f"{s * 1e3:,.1f}"]
         for (t, tri), s in sum_s.items()]

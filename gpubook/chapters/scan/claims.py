@@ -143,21 +143,22 @@ def loads_first_cause(compared, why=None):
     """Why the single pass asks for all of a work-item's floats before it stores any
     (a cause, from gpubook.chapters.scan.phases.compare): stored as it comes, each
     float4 waits for its load before the next load is issued, so a tile's loads take
-    longer, and the scan with them. The claim: the marked tile's loads take more than
-    1.5 times as long, and the unmarked scan longer. Were the loads overlapped either
-    way (the compiler free to hoist them), the two load phases would match. `why`:
+    longer, and the whole pass with them. The claim: the marked tile's loads take more
+    than 1.5 times as long, and the whole pass, timed unmarked, longer. Were the loads
+    overlapped either way (the compiler free to hoist them), the two load phases would
+    match. `why`:
     the reason nothing was compared, where nothing was (no single pass here)."""
     first, each = (list(compared.values()) + [{}, {}])[:2]
     fast, slow = (first.get("phases") or {}).get("load"), (each.get("phases") or {}).get("load")
     return claim("scan_loads_first_overlap", "load_ratio > 1.5 and time_ratio > 1",
                  "Stored as it comes, each float4 waits for its load before the next "
                  "is asked for: a tile's loads take {slow:,.0f} ns instead of "
-                 "{fast:,.0f} ns ({load_ratio:.1f}×), and the scan {time_ratio:.2f}× "
-                 "the time",
+                 "{fast:,.0f} ns ({load_ratio:.1f}×), and the whole single pass, timed "
+                 "unmarked, takes {time_ratio:.2f}× the time",
                  "Stored as it comes or not, a tile's loads take about as long "
-                 "({slow:,.0f} ns against {fast:,.0f} ns, {load_ratio:.1f}×; the scan "
-                 "{time_ratio:.2f}× the time): the compiler overlaps the loads either "
-                 "way here",
+                 "({slow:,.0f} ns against {fast:,.0f} ns, {load_ratio:.1f}×; the whole "
+                 "single pass, timed unmarked, {time_ratio:.2f}× the time): the compiler "
+                 "overlaps the loads either way here",
                  "A tile's phases were not timed here: "
                  + (why or (first.get("phases") or {}).get("why_not") or "no marked build ran"),
                  kind="cause", fast=fast, slow=slow,
@@ -220,7 +221,7 @@ def seed_lanes_cause(rows, whose):
 
 def seed_barrier_cause(rows, whose):
     """Why step 1 gains less than its work-items, read from the counters of `whose`:
-    each of its 2·log2(WG) + 1 barriers per block waits for every warp of the group,
+    each of its 2·log2(WG) + 2 barriers per block waits for every warp of the group,
     so the larger the group, the larger the share of stall cycles at barriers. The
     claim: at the largest trusted work-group the barrier is the largest stall reason
     and its share is more than twice that at the smallest. With one warp a barrier is

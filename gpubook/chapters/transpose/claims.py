@@ -49,7 +49,7 @@ def tile_exercise(tiles):
     small, big = min(tiles), max(tiles)
     return _said("tr_ex2_big_tile", "ratio > 1",
                  "The tile of {big:.0f} examples ran {ratio:.2f}× the rate of the tile of {small:.0f}: every tile "
-                 "costs the same three barriers and loads of θ, and the large tile spreads them over {more:.0f}× the "
+                 "costs the same four barriers, and the large tile spreads them over {more:.0f}× the "
                  "bytes of X, which outweighs its local memory ({big_bytes:,.0f} bytes per work-group against "
                  "{small_bytes:,.0f})",
                  "The tile of {big:.0f} examples ran {ratio:.2f}× the rate of the tile of {small:.0f}: its local "
