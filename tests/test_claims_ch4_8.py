@@ -258,3 +258,17 @@ def test_chapter7_population_counts_follow_the_kernel_loops(n, wg, rounds, pairs
         rounds, pairs, blocks)
     k = pop.np2.bit_length() - 1
     assert work["sort_rounds"] == sum(1 for size in range(1, k + 1) for _ in range(size))
+
+
+def test_chapter4_one_group_is_not_enough_only_where_every_one_group_build_falls():
+    """The fastest configuration can fall below the line while the same kernel with
+    a larger group stays above: one work-group is no longer enough only from the J
+    where every one-work-group build (not the host's NumPy) is below it."""
+    rates = {"f": (10.0, 4.0, 1.0), "g": (8.0, 7.0, 2.0), "NumPy, host CPU": (9.0, 9.0, 9.0)}
+    rows = [{"variant": v, "examples": j, "rate": r}
+            for v, rs in rates.items() for j, r in zip((2048, 4096, 8192), rs)]
+    below, _, _ = vt.one_group_limits(rows, "f", "g", [5.0, 5.0, 5.0], {})
+    assert below.held
+    assert (below.values["j_fast"], below.values["j_held"], below.values["j_cross"]) == (
+        4096, 4096, 8192)
+    assert "from $J$ = 8,192: from there one work-group is no longer enough" in below.sentence

@@ -65,6 +65,9 @@ def test_warp_states_and_banks():
     seq = rf.rounds(rf.predicted_reads("2_sequential", 64))
     assert rf.round_facts(seq[32], 64) == (["all active", "idle"], 1)
     assert rf.bank_conflict(rf.bank_words(8)) == 8 and rf.bank_conflict(rf.bank_words(1)) == 1
+    # tree.cl's later rounds: fewer work-items add, fewer collide (K = 8, 32 banks)
+    assert rf.conflicts_by_active(8) == {32: 8, 16: 4, 8: 2, 4: 1}
+    assert rf.conflicts_by_active(1) == {32: 1}
 
 
 def test_reduction_figures_draw(ctx_queue):

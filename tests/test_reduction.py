@@ -129,3 +129,24 @@ def test_default_work_group_follows_the_built_kernel(monkeypatch):
         assert abs(ds.sum(buf, x.size) - x.sum(dtype=np.float64)) < 1e-4 * x.size
     with pytest.raises(ValueError, match="exceeds what kernels/reduction/1_interleaved.cl allows"):
         rd.DeviceSum(ctx, queue, "1_interleaved", work_group=16)
+
+
+def test_round_fit_takes_the_groups_below_a_warp():
+    """Rounds cost alike below a warp and more from a full warp on: the line
+    through the sizes below a warp gives that cost and a positive fixed part,
+    where a line through every size would give a negative one."""
+    import json
+    import pathlib
+
+    from gpubook.chapters.reduction.pages import round_fit
+
+    made = {n: 100e-9 + 80e-9 * np.log2(n) + (1e-9 * n * n if n >= 32 else 0.0)
+            for n in (1, 2, 4, 8, 16, 32, 64, 128, 256)}
+    slope, besides = round_fit(made)
+    assert slope == pytest.approx(80e-9) and besides == pytest.approx(100e-9)
+    assert round_fit({1: 1e-7, 2: 2e-7, 64: 9e-7})[0] == pytest.approx(7e-7 / 5)
+    path = pathlib.Path(__file__).parent.parent / "results/nvidia-h200/03_reduction.json"
+    rest = {int(n): s for n, s in
+            json.loads(path.read_text())["data"]["reduction_only_s"].items()}
+    slope, besides = round_fit(rest)
+    assert slope > 0 and besides > 0

@@ -57,23 +57,52 @@ def radix_exercise(rates, n):
                  rounds2=rounds[2], rounds16=rounds[16])
 
 
+def _below_bound(by, fastest, largest, bound):
+    """Where the fastest configuration falls below the whole-device bound,
+    and where every one-work-group build of the sweep does (the best of them at each J;
+    the host's NumPy rows are not a work-group): only there is one work-group no
+    longer enough. A build with a larger group can stay above the line for longer."""
+    js = sorted(by.get(fastest, {}))
+    builds = [v for v in by if not v.lower().startswith("numpy")]
+    best = {j: max((by[v][j], v) for v in builds if j in by[v]) for j in js}
+    beaten = [j for j, b in zip(js, bound) if by[fastest][j] < b]
+    all_beaten = [j for j, b in zip(js, bound) if best[j][0] < b]
+    first = all_beaten[0] if all_beaten else None
+    held_to = max((j for j in js if first is None or j < first), default=None)
+    holder = best[held_to][1] if held_to is not None else None
+    words = ("the same kernel with the largest group" if holder == largest
+             else f"`{holder}`")
+    lead = ("The fastest configuration goes below the line at $J$ = {j_fast:,.0f}, but "
+            + words + " is still above it at $J$ = {j_held:,.0f}"
+            if beaten and holder != fastest and (first is None or beaten[0] < first)
+            else "")
+    held = ((lead + ". Every one-work-group build measured is below it from $J$ = "
+             "{j_cross:,.0f}") if lead else
+            "The fastest configuration, and with it every one-work-group build measured, "
+            "goes below the line at $J$ = {j_cross:,.0f}")
+    failed = ((lead + ", and one work-group build stays above it at every size measured: "
+               "one work-group is still enough up to $J$ = {j_big:,.0f}") if lead else
+              "The fastest configuration stays above the line up to $J$ = {j_big:,.0f}: one "
+              "work-group is still enough at every size measured")
+    return claim("vt_one_group_below_bound", "crossed > 0",
+                 held + ": from there one work-group is no longer enough, and the iteration "
+                 "has to be spread over many work-groups, paying for a launch (or another "
+                 "way to synchronise them) every iteration", failed,
+                 crossed=len(all_beaten), j_cross=first or 0, j_big=js[-1] if js else None,
+                 j_fast=beaten[0] if beaten else 0, j_held=held_to or 0)
+
+
 def one_group_limits(j_records, fastest, largest, bound, others):
-    """The last section's reading: where the fastest configuration falls below the
-    whole-device bound (`bound`: one rate per J of the sweep), whether the same kernel
-    with the largest group falls more slowly (`largest` None where it did not fit), and
-    whether a recorded CPU run ranks the float4 kernel above the fastest build."""
+    """The last section's reading: where the fastest configuration and where every
+    one-work-group build fall below the whole-device bound (`bound`: one rate per J of
+    the sweep; `_below_bound`), whether the same kernel with the largest group falls
+    more slowly (`largest` None where it did not fit), and whether a recorded CPU run
+    ranks the float4 kernel above the fastest build."""
     by = {}
     for r in j_records:
         by.setdefault(r["variant"], {})[r["examples"]] = r["rate"]
     js = sorted(by.get(fastest, {}))
-    beaten = [j for j, b in zip(js, bound) if by[fastest][j] < b]
-    below = claim("vt_one_group_below_bound", "crossed > 0",
-                  "The fastest configuration goes below the line at $J$ = {j_cross:,.0f}: from there "
-                  "one work-group is no longer enough, and the iteration has to be spread over many "
-                  "work-groups, paying for a launch (or another way to synchronise them) every iteration",
-                  "The fastest configuration stays above the line up to $J$ = {j_big:,.0f}: one "
-                  "work-group is still enough at every size measured",
-                  crossed=len(beaten), j_cross=beaten[0] if beaten else 0, j_big=js[-1] if js else None)
+    below = _below_bound(by, fastest, largest, bound)
     top = js[-1] if js else None
     big = by.get(largest, {}).get(top) if largest else None
     slower = claim("vt_larger_group_falls_slower", "big > fast",
@@ -137,15 +166,18 @@ def phase_budget(phases, floor):
     (gpubook.chapters.logreg.phases). The examples' phase does all of the arithmetic
     the floor counts, so it must take at least the floor; were the units faster than
     the data sheet's counts, it would take less and the floor would be none. The
-    sentence gives the split, and how far the timed build ran from its own event's
-    time (the counter reads order the code around them)."""
+    sentence gives the split, and the event's time of this build with the counter
+    reads (one launch; the reads order the code around them), which is not the
+    time of the build without them that arithmetic_floor counts in cycles."""
     got = phases if phases and "examples" in phases else {}
     ex, total = got.get("examples"), got.get("iteration")
     split = ("Read inside the kernel with `%clock64`, an iteration's {iteration:,.0f} "
              "cycles split into {examples:,.0f} on the examples (warps from "
              "{examples_min:,.0f} to {examples_max:,.0f}) and {sum:,.0f} on the sum over "
-             "the work-group and the update ({sum_share:.0%}; the timed build's event "
-             "gives {timed:,.0f} cycles an iteration). ")
+             "the work-group and the update ({sum_share:.0%}). This build with the "
+             "counter reads took {timed:,.0f} cycles an iteration by its one launch's "
+             "event; the cycle count above is the build without them, timed over its "
+             "runs. ")
     return claim("vt_phase_budget", "floor <= examples",
                  split + "The arithmetic floor, {floor:,.0f} cycles, fits in the examples' "
                  "phase ({floor_share:.0%} of it): the rest of that phase and all of the "

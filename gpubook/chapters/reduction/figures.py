@@ -174,6 +174,31 @@ BANK_CASES = (("2_sequential.cl: sums[lid + s], neighbours 1 float apart", 1),
               ("logreg/tree.cl with K = 8: partial[(id + offset) * K + k], neighbours K floats apart", 8))
 
 
+def conflicts_by_active(stride, warp=32, banks=32):
+    """{active work-items of a warp: the n of their n-way conflict} for a tree's
+    later rounds, where the offset falls below a warp and only the first `active`
+    lanes add: warp, warp/2, ... down to the first count with no conflict."""
+    out, active = {}, warp
+    while active >= 1:
+        out[active] = bank_conflict(bank_words(stride, offset=warp, warp=active), banks)
+        if out[active] == 1:
+            break
+        active //= 2
+    return out
+
+
+def _fewer_note(stride, warp, banks):
+    """The conflicts of the rounds in which fewer than `warp` work-items add (in
+    tree.cl the first `offset` work-items add, so the active count is the offset)."""
+    fewer = {a: c for a, c in conflicts_by_active(stride, warp, banks).items() if a < warp}
+    if not fewer:
+        return ""
+    parts = [f"offset {a}: {c}-way" if c > 1 else f"offset {a} or less: none"
+             for a, c in fewer.items()]
+    return (f"\nlater rounds, where only offset < {warp} work-items of the warp add: "
+            + ", ".join(parts))
+
+
 def bank_figure(cases=BANK_CASES, warp=32, banks=32):
     """One warp's reads of local memory in one round, lane -> bank, for each
     (label, stride) case: partial sums `stride` floats apart."""
@@ -200,8 +225,9 @@ def bank_figure(cases=BANK_CASES, warp=32, banks=32):
             side.set_visible(False)
         ax.set_title(f"{label}\n{int((hits > 0).sum())} of {banks} banks used: "
                      + ("no conflict, one turn" if conflict == 1 else
-                        f"{conflict}-way conflict, the reads take {conflict} turns"), fontsize=10)
-    fig.suptitle(f"One warp's {warp} reads of local memory in one round (bank = word mod {banks})",
-                 fontsize=11)
+                        f"{conflict}-way conflict, the reads take {conflict} turns")
+                     + (_fewer_note(stride, warp, banks) if conflict > 1 else ""), fontsize=10)
+    fig.suptitle(f"One warp's {warp} reads of local memory in a round where all {warp} of its "
+                 f"work-items add (bank = word mod {banks})", fontsize=11)
     fig.tight_layout()
     return fig
