@@ -401,6 +401,30 @@ def test_stream_keeps_share_can_fail(results):
     assert c.held is None and "no record of the machine chapter" in c.sentence
 
 
+@pytest.mark.usefixtures("no_glue")
+def test_bytes_in_flight_are_compared_at_the_same_kind_of_latency(results):
+    from gpubook.chapters.across import claims as acc
+
+    ia, ib, copy, r_sum, r_iter, r_scan = stream_inputs(results)
+    assert ia["loaded"] and ib["loaded"] is None  # the H100's record timed no load under load
+    c = acc.stream_keeps_share(ia, ib, copy, r_sum, r_iter, r_scan)
+    assert c.values["inflight_a"] == ia["idle"] and c.values["inflight_b"] == ib["idle"]
+    assert "idle" in c.sentence
+    both = acc.stream_keeps_share(ia, dict(ib, loaded=ib["idle"]), copy, r_sum, r_iter, r_scan)
+    assert both.values["inflight_a"] == ia["loaded"] and "under load" in both.sentence
+
+
+def test_a_tensor_core_step_is_held_against_their_roof_in_the_tables(results):
+    lsq = ac.by_file("08_lsq")
+    for slug in ("nvidia-h200", "nvidia-h100-80gb-hbm3"):
+        roof = ac.mma_roof(results[slug], "f64")
+        fma = results[slug]["08_lsq"]["data"]["fp64_gflops"]
+        for step, figure, share in ac.steps(lsq, results[slug]):
+            assert share == pytest.approx(figure / (roof if rf.on_tensor_cores(step) else fma))
+    cell = ac.headline_rows(results)[-1][3]
+    assert "of the FP64 tensor cores" in cell
+
+
 def test_inventory_says_when_each_device_was_recorded(tmp_path):
     copy_device("nvidia-h200", tmp_path, only={"00_device", "01_loop_order", "05_transpose"})
     for stem, day in (("00_device", "2026-11-26"), ("01_loop_order", "2026-11-28"), ("05_transpose", "2026-11-27")):

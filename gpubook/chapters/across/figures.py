@@ -2,7 +2,7 @@
 import math
 
 from ...plot import new_figure
-from .records import name, steps, with_shares
+from .records import FP32, FP64, name, on_tensor_cores, steps, with_shares
 
 # the tensor cores' roofs (chapter 0's mma loops, NVIDIA only): (roofline key, label, colour)
 MMA_ROOFS = (("TF32 mma GFLOP/s", "TF32 mma loop (tensor cores)", "tab:purple"),
@@ -29,7 +29,9 @@ def plot_progress(results, ncols=3):
         lines["the device's limit (100%)"] = ax.axhline(100, color="black", linestyle=":", linewidth=1)
         ax.set_xticks(range(len(labels)), labels, rotation=40, ha="right", fontsize=7)
         ax.set_xlim(-0.5, len(labels) - 0.5)
-        ax.set_title(f"{c.title}\n{c.unit}, share of {c.limit.label}", fontsize=8)
+        mma = c.limit in (FP32, FP64) and any(on_tensor_cores(s) for s in labels)
+        ax.set_title(f"{c.title}\n{c.unit}, share of {c.limit.label}"
+                     + ("\n(steps on tensor cores: of their roof)" if mma else ""), fontsize=8)
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}%"))
         ax.grid(True, which="major", alpha=0.3)

@@ -242,8 +242,37 @@ def scale_note(records):
     return text + ", so every figure is set against its limits"
 
 
+# A step or vendor figure whose name holds one of these runs on the tensor cores: its
+# roof is the mma loop's of its precision (where chapter 0 measured it), not the FMA chains'.
+ON_TENSOR_CORES = ("tensor", "tf32", "dmma")
+
+
+def on_tensor_cores(step):
+    """Whether a step's (or a vendor figure's) name says it runs on the tensor cores."""
+    return any(word in step.lower() for word in ON_TENSOR_CORES)
+
+
+def _mma_kind(chapter, step):
+    """The tensor-core roof ('f64', 'tf32') a step of an arithmetic chapter is held
+    against, or None: a step on the FMA units, or a chapter limited by something else."""
+    if chapter.limit not in (FP64, FP32) or not on_tensor_cores(step):
+        return None
+    return "f64" if chapter.limit is FP64 else "tf32"
+
+
+def limit_label(chapter, step, records):
+    """The label of the limit a step's share is taken of: its chapter's, or the
+    tensor cores' roof of its precision for a step on them where chapter 0 measured it."""
+    kind = _mma_kind(chapter, step)
+    if kind and mma_roof(records, kind):
+        return "FP64 tensor cores" if kind == "f64" else "TF32 tensor cores"
+    return chapter.limit.label if chapter.limit else None
+
+
 def steps(chapter, records):
     """[(step, figure, share of the device's limit or None)]; [] when not recorded.
+    A step on the tensor cores is held against their roof of its precision (chapter
+    0's mma loop), not the FMA units' limit, where chapter 0 measured it.
     No share where the chapter or chapter 0 ran at small scale: neither the step's
     figure nor the limit is one a run that short reaches."""
     entry = records.get(chapter.file)
@@ -252,7 +281,12 @@ def steps(chapter, records):
     full = at_full_scale(records, chapter.file) and at_full_scale(records)
     lim = limits(records) if full else None
     bound = chapter.limit.of(lim, entry["data"]) if chapter.limit and lim else None
-    return [(s, v, v / bound if bound else None) for s, v in chapter.steps(entry["data"])]
+    out = []
+    for s, v in chapter.steps(entry["data"]):
+        kind = _mma_kind(chapter, s)
+        roof = (lim.get(MMA_KEYS[kind]) if lim and kind else None) or bound
+        out.append((s, v, v / roof if roof else None))
+    return out
 
 
 def step_figures(chapter, records):
@@ -295,12 +329,15 @@ def vendor_figure(chapter, records, figure=None):
 
 
 def ratios(results, a, b):
-    """[(chapter, headline on a / on b, limit on a / on b)] for chapters both devices recorded."""
+    """[(chapter, headline on a / on b, limit on a / on b)] for chapters both devices
+    recorded; no limit ratio where the two last steps are held against different roofs."""
     out = []
     for c in present(results):
         ha, hb = headline(c, results[a]), headline(c, results[b])
         if ha and hb:
             la, lb = ha[1] / ha[2] if ha[2] else None, hb[1] / hb[2] if hb[2] else None
+            if limit_label(c, ha[0], results[a]) != limit_label(c, hb[0], results[b]):
+                la = lb = None  # one on the tensor cores, one not: no ratio of like limits
             out.append((c, ha[1] / hb[1], la / lb if la and lb else None))
     return out
 

@@ -9,7 +9,8 @@ loops, NVIDIA only), `discussed` picks the points the chapter's text names, and
 `roofline_rows` lists the points near their roof.
 """
 from ...flops import qr_flops
-from .records import CHAPTERS, FP64, fmt, limits, mma_roof, name, pct, step_figures, vendor_figure
+from .records import (CHAPTERS, FP64, ON_TENSOR_CORES, fmt, limits, mma_roof, name,  # noqa: F401
+                      on_tensor_cores, pct, step_figures, vendor_figure)
 
 
 def _per_iteration(d, step, figure):
@@ -35,16 +36,6 @@ INTENSITY = {
     "08_lsq": (lambda d, s: qr_flops(d["m"], d["n"]) / (16 * d["m"] * d["n"]), lambda d, s, f: f,
                "the QR's flops per byte of the m x n float64 matrix read and written once"),
 }
-
-
-# A step or vendor figure whose name holds one of these runs on the tensor cores: its
-# roof is the mma loop's of its precision (where chapter 0 measured it), not the FMA chains'.
-ON_TENSOR_CORES = ("tensor", "tf32", "dmma")
-
-
-def on_tensor_cores(step):
-    """Whether a step's (or a vendor figure's) name says it runs on the tensor cores."""
-    return any(word in step.lower() for word in ON_TENSOR_CORES)
 
 
 def _peak(chapter, step, roofs):

@@ -4,20 +4,24 @@ other, the limits and the machine's curves, and chapter 10's hosts."""
 from ...curves import edge, human_bytes, middle_level
 from ...peaks import published_peaks
 from ...records import load_results
-from .records import (MACHINE, at_full_scale, fmt, headline, limits, mma_roof, name, pct, present, ratios,
-                      vendor_entry, vendor_figure)
+from .records import (MACHINE, at_full_scale, fmt, headline, limit_label, limits, mma_roof, name, pct,
+                      present, ratios, vendor_entry, vendor_figure)
 
 
 def headline_rows(results):
     """Per chapter, the last step's figure on every device with its share of that device's
     limit. Where the devices' records end on different steps (a record made before a
-    step was added, or a variant that won on one device only), each cell names its own."""
+    step was added, or a variant that won on one device only), each cell names its own.
+    A step on the tensor cores is held against their roof, and its cell says so."""
     rows = [["chapter", "last step", "unit (share of)"] + [name(r) for r in results.values()]]
     for c in present(results):
         found = [headline(c, r) for r in results.values()]
         named = list(dict.fromkeys(h[0] for h in found if h))
-        cells = ["—" if h is None else (f"{fmt(h[1])} ({pct(h[2])})" if h[2] else fmt(h[1]))
-                 + ("" if len(named) == 1 else f", step {h[0]}") for h in found]
+        of = [h and limit_label(c, h[0], r) for h, r in zip(found, results.values())]
+        cells = ["—" if h is None else (f"{fmt(h[1])} ({pct(h[2])}"
+                                        + ("" if lab == c.limit.label else f" of the {lab}") + ")"
+                                        if h[2] else fmt(h[1]))
+                 + ("" if len(named) == 1 else f", step {h[0]}") for h, lab in zip(found, of)]
         step = named[0] if len(named) == 1 else "differs by device (named in each cell)"
         rows.append([c.title, step, c.unit + (f" ({c.limit.label})" if c.limit else "")] + cells)
     return rows
@@ -78,8 +82,9 @@ def ratio_rows(results, a, b):
     """Per chapter, device a's last step over device b's, beside the ratio of their limits."""
     rows = [["chapter", "last step", f"{name(results[a])} / {name(results[b])}", "ratio of the limits"]]
     for c, ratio, limit_ratio in ratios(results, a, b):
-        rows.append([c.title, headline(c, results[a])[0], f"{ratio:.2f}",
-                     f"{limit_ratio:.2f} ({c.limit.label})" if limit_ratio else ""])
+        step = headline(c, results[a])[0]
+        rows.append([c.title, step, f"{ratio:.2f}",
+                     f"{limit_ratio:.2f} ({limit_label(c, step, results[a])})" if limit_ratio else ""])
     return rows
 
 

@@ -140,10 +140,10 @@ def host_enqueue(set_s, bound_s, launches, idle_set_s, idle_bound_s):
                   set_us=set_s / launches * 1e6, bound_us=bound_s / launches * 1e6,
                   idle_set_ms=idle_set_s * 1e3, idle_bound_ms=idle_bound_s * 1e3)
     claim("lsq_host_arguments", "set_ms > 1.5 * bound_ms",
-          "The host enqueues the step's {launches:,.0f} launches in {set_ms:.1f} ms when each launch sets "
+          "The host enqueues the timed variant's {launches:,.0f} launches in {set_ms:.1f} ms when each launch sets "
           "its arguments ({set_us:.0f} µs a launch), and in {bound_ms:.1f} ms when they were set once, on "
           "the first run ({bound_us:.0f} µs)",
-          "The host enqueues the step's {launches:,.0f} launches in {set_ms:.1f} ms when each launch sets "
+          "The host enqueues the timed variant's {launches:,.0f} launches in {set_ms:.1f} ms when each launch sets "
           "its arguments and in {bound_ms:.1f} ms when they were set once: here setting them costs little",
           **values)
     return claim("lsq_host_idle", "idle_set_ms > 2 * idle_bound_ms + 1",
