@@ -284,7 +284,7 @@ def steps(chapter, records):
     out = []
     for s, v in chapter.steps(entry["data"]):
         kind = _mma_kind(chapter, s)
-        roof = (lim.get(MMA_KEYS[kind]) if lim and kind else None) or bound
+        roof = (mma_roof(records, kind) if full and kind else None) or bound
         out.append((s, v, v / roof if roof else None))
     return out
 

@@ -9,8 +9,8 @@ loops, NVIDIA only), `discussed` picks the points the chapter's text names, and
 `roofline_rows` lists the points near their roof.
 """
 from ...flops import qr_flops
-from .records import (CHAPTERS, FP64, ON_TENSOR_CORES, fmt, limits, mma_roof, name,  # noqa: F401
-                      on_tensor_cores, pct, step_figures, vendor_figure)
+from .records import (CHAPTERS, FP64, fmt, limits, mma_roof, name, on_tensor_cores, pct,
+                      step_figures, vendor_figure)
 
 
 def _per_iteration(d, step, figure):
