@@ -136,7 +136,15 @@ def test_chapter2_exercises_hold_on_the_stored_outputs():
     g, text = stored("02_going_further")
     best = dict(re.findall(r"K = (\d+): best N = (\d+)", text))
     held(lc.wider_rows(float(best["8"]), float(best["16"])))
-    held(lc.serial_sum_growth(g["ex_growth"], 16, g["ex_big"]))
+    rest = {int(n): t for n, t in rec("nvidia-h200", "02_work_items")["without_examples_s"].items()}
+    held(lc.serial_sum_growth(rest, 8, 32))
+
+
+def test_serial_sum_growth_fails_where_an_added_number_costs_more_at_large_n():
+    rest = {32: 1.3e-6, 64: 2.2e-6, 128: 4.1e-6, 256: 12e-6}   # the last doubling costs twice as much
+    c = lc.serial_sum_growth(rest, 8, 32)
+    assert c.held is False and "it did not" in c.sentence
+    assert lc.serial_sum_growth({16: 1e-6}, 8, 16).held is None
 
 
 @pytest.mark.parametrize("slug", DEVICES)

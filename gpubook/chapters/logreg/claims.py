@@ -65,14 +65,27 @@ def wider_rows(best_n8, best_n16):
                  best_n8=best_n8, best_n16=best_n16)
 
 
-def serial_sum_growth(growth, small, big):
-    """Chapter 2, exercise 2: the iteration without examples from N = small to big."""
-    return claim("ex_serial_growth_linear", "abs(growth / ratio - 1) < 0.25",
-                 "the time grows about in proportion to the group size ({growth:.1f}× for "
-                 "{ratio:.0f}× the work-items): the serial sum's N·K additions are the iteration",
-                 "the time does not grow in proportion to the group size ({growth:.1f}× for "
-                 "{ratio:.0f}× the work-items)",
-                 growth=growth, big=big, small=small, ratio=big / small)
+def serial_sum_growth(rest, K, warp):
+    """Chapter 2, exercise 2: what is left of an iteration without its examples
+    (`rest`, {N: s}, over the whole training's launch) from a warp's N up. Between
+    neighbouring N, each added number of work-item 0's serial sum costs
+    (t(N2) - t(N1)) / ((N2 - N1) K); the sum is the iteration if that cost stays the
+    same and the additions make up nearly all of the largest N's time."""
+    ns = sorted(n for n in rest if n >= warp)
+    cost = [(rest[b] - rest[a]) / ((b - a) * K) for a, b in zip(ns, ns[1:])]
+    lo, hi = ns[0] if ns else None, ns[-1] if ns else None
+    return claim("ex_serial_growth_linear", "m_max < 1.25 * m_min and share > 0.9",
+                 "it did: from $N$ = {lo:.0f} to {hi:.0f}, each added number cost "
+                 "{m_min:.2f} to {m_max:.2f} ns, and at $N$ = {hi:.0f} its $N \\cdot K$ additions come "
+                 "to {share:.0%} of the {t_hi_us:.2f} µs left of an iteration",
+                 "it did not: from $N$ = {lo:.0f} to {hi:.0f}, an added number cost "
+                 "{m_min:.2f} to {m_max:.2f} ns, and at $N$ = {hi:.0f} its $N \\cdot K$ additions come "
+                 "to {share:.0%} of the {t_hi_us:.2f} µs left of an iteration",
+                 "not measured on this device: fewer than two group sizes of a warp or more",
+                 lo=lo, hi=hi, m_min=min(cost) * 1e9 if cost else None,
+                 m_max=max(cost) * 1e9 if cost else None,
+                 share=cost[-1] * hi * K / rest[hi] if cost else None,
+                 t_hi_us=rest[hi] * 1e6 if ns else None)
 
 
 def one_group_table(rows, device, resource_table):
