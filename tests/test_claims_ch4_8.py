@@ -9,6 +9,7 @@ import pytest
 from gpubook.chapters.covariance import claims as cov
 from gpubook.chapters.logreg import vectors as vt
 from gpubook.chapters.lsq import claims as lsq
+from gpubook.chapters.lsq.measure import product_flops
 from gpubook.chapters.scan import claims as scan
 from gpubook.chapters.transpose import claims as tr
 from stored_outputs import all_held as all_hold, printed, record as data
@@ -67,6 +68,29 @@ def test_chapter8_claims_hold_on_the_records(slug):
     all_hold(c)
     # what each record measured: the H200's older m8n8k4 loop at the FMA rate, the H100's m16n8k4 above it
     assert (shape, c.values["ratio"] > 1.5) in (("m8n8k4", False), ("m16n8k4", True))
+
+
+@pytest.mark.parametrize("slug", DEVICES)
+def test_chapter8_tall_case_is_held_against_the_roof_of_its_own_units(slug):
+    d, dev = data(slug, "08_lsq"), data(slug, "00_device")
+    tall = d["step6"]["tall"]
+    best = min((k for k in tall["runs"] if k.startswith("CholeskyQR2")),
+               key=lambda k: tall["runs"][k]["median_s"])
+    run, m, cols = tall["runs"][best], tall["m"], tall["cols"]
+    if "passes" not in run:
+        pytest.skip(f"the {slug} record predates the tall case's count of passes")
+    copy_pct = 100 * run["passes"] * 8 * m * cols / run["median_s"] / 1e9 / dev["limits"]["copy_gbs"]
+    c = lsq.tall_roofs(copy_pct, product_flops(m, cols) / run["median_s"] / 1e9, "DMMA" in best,
+                       dev["limits"]["fp64_mma_gflops"], d["fp64_gflops"])
+    all_hold(c)
+    assert ("tensor cores" in c.sentence) == ("DMMA" in best)
+
+
+def test_chapter8_tall_roofs_fail_past_half_a_roof_and_say_what_is_missing():
+    assert lsq.tall_roofs(62.0, 10_000.0, True, 66_000.0, 27_000.0).held is False
+    assert lsq.tall_roofs(30.0, 16_000.0, False, 66_000.0, 27_000.0).held is False
+    gone = lsq.tall_roofs(30.0, 10_000.0, True, None, 27_000.0)
+    assert gone.held is None and "no FP64 tensor-core rate" in gone.sentence
 
 
 def test_chapter8_without_nvidia_libraries_says_so_in_words():

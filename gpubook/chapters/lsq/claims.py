@@ -283,3 +283,21 @@ def trailing_latency(rows, whose):
                              for x in (w, u)) if have else None,
                  busiest=max(x.get(k, 0) for x in (w, u) for k in ("dram_pct", "sm_pct"))
                  if have else None)
+
+
+def tall_roofs(copy_pct, prod_gflops, dmma, mma_gflops, fma_gflops):
+    """The tall case's best CholeskyQR2: its passes' share of the copy rate against its
+    products' flops (over the step's whole time) as a share of the roof of the units
+    that ran them, chapter 0's FP64 mma loop for the DMMA variant, its FMA chains
+    otherwise."""
+    roof = mma_gflops if dmma else fma_gflops
+    name = "the FP64 tensor cores' rate" if dmma else "the FP64 FMA rate"
+    unit = "FP64 tensor-core" if dmma else "FP64 FMA"
+    return claim("lsq_tall_roofs", "max(copy_pct, prod_pct) < 50",
+                 "and its products come to {prod_pct:.0f}% of " + name
+                 + ": neither is past half its roof",
+                 "and its products come to {prod_pct:.0f}% of " + name
+                 + ": one of the two is past half its roof",
+                 missing="and chapter 0 recorded no " + unit + " rate for this device",
+                 copy_pct=copy_pct, dmma=int(bool(dmma)),
+                 prod_pct=100 * prod_gflops / roof if roof and prod_gflops else None)
