@@ -2,9 +2,10 @@
 // scans them in registers (ITEMS - 1 additions), the work-group scans only the
 // WG work-item totals (log2(WG) rounds), and each work-item adds the total of
 // the work-items before it to its own running counts. Per block of ITEMS*WG
-// labels that is about 2*ITEMS*WG + WG*log2(WG) additions and 2*log2(WG) + 1
-// barriers, instead of ITEMS*WG*log2(WG) additions and ITEMS*(2*log2(WG)+1)
-// barriers for step 1. The loads go through local memory so that they stay
+// labels that is about 2*ITEMS*WG + WG*log2(WG) additions and log2(WG) + 4
+// barriers (one after the loads, wg_scan's log2(WG) + 2, one at the end),
+// instead of ITEMS*WG*log2(WG) additions and ITEMS*(2*log2(WG) + 2) barriers
+// for step 1. The loads go through local memory so that they stay
 // coalesced. Same output as step 1.
 // Built with TRACE (gpubook.trace, for the chapter's figure), each work-item
 // of the first block records the labels it loads (step 0) and the labels it
