@@ -425,6 +425,17 @@ def test_a_tensor_core_step_is_held_against_their_roof_in_the_tables(results):
     assert "of the FP64 tensor cores" in cell
 
 
+def test_the_roof_of_a_step_is_its_units_and_none_at_small_scale(results):
+    lsq = ac.by_file("08_lsq")
+    h200 = results["nvidia-h200"]
+    dmma = "6 CholeskyQR2, FP64 tensor cores (DMMA)"
+    assert ac.roof(lsq, dmma, h200) == ac.mma_roof(h200, "f64")
+    assert ac.roof(lsq, "3 blocked Householder", h200) == h200["08_lsq"]["data"]["fp64_gflops"]
+    small = {**h200, "08_lsq": {**h200["08_lsq"], "scale": "small"}}
+    assert ac.roof(lsq, dmma, small) is None
+    assert all(share is None for _, _, share in ac.steps(lsq, small))
+
+
 def test_inventory_says_when_each_device_was_recorded(tmp_path):
     copy_device("nvidia-h200", tmp_path, only={"00_device", "01_loop_order", "05_transpose"})
     for stem, day in (("00_device", "2026-11-26"), ("01_loop_order", "2026-11-28"), ("05_transpose", "2026-11-27")):

@@ -269,24 +269,27 @@ def limit_label(chapter, step, records):
     return chapter.limit.label if chapter.limit else None
 
 
+def roof(chapter, step, records):
+    """The roof a step's share is taken of, in the unit of its chapter's figures: the
+    tensor cores' of its precision for a step on them where chapter 0 measured it,
+    the chapter's limit otherwise. None where the chapter or chapter 0 ran at small
+    scale: neither the step's figure nor the limit is one a run that short reaches."""
+    entry = records.get(chapter.file)
+    if entry is None or not (at_full_scale(records, chapter.file) and at_full_scale(records)):
+        return None
+    kind = _mma_kind(chapter, step)
+    lim = limits(records)
+    bound = chapter.limit.of(lim, entry["data"]) if chapter.limit and lim else None
+    return (mma_roof(records, kind) if kind else None) or bound
+
+
 def steps(chapter, records):
-    """[(step, figure, share of the device's limit or None)]; [] when not recorded.
-    A step on the tensor cores is held against their roof of its precision (chapter
-    0's mma loop), not the FMA units' limit, where chapter 0 measured it.
-    No share where the chapter or chapter 0 ran at small scale: neither the step's
-    figure nor the limit is one a run that short reaches."""
+    """[(step, figure, share of its roof (`roof`) or None)]; [] when not recorded."""
     entry = records.get(chapter.file)
     if entry is None:
         return []
-    full = at_full_scale(records, chapter.file) and at_full_scale(records)
-    lim = limits(records) if full else None
-    bound = chapter.limit.of(lim, entry["data"]) if chapter.limit and lim else None
-    out = []
-    for s, v in chapter.steps(entry["data"]):
-        kind = _mma_kind(chapter, s)
-        roof = (mma_roof(records, kind) if full and kind else None) or bound
-        out.append((s, v, v / roof if roof else None))
-    return out
+    return [(s, v, v / r if (r := roof(chapter, s, records)) else None)
+            for s, v in chapter.steps(entry["data"])]
 
 
 def step_figures(chapter, records):
