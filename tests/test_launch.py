@@ -106,6 +106,27 @@ def test_enqueue_on_pocl_shrinks_and_computes():
     assert launch.local_size(kern, queue.device, (4096,))[0] <= launch.kernel_max(kern, queue.device)
 
 
+def test_a_bound_reads_each_kernels_shape_once_and_the_same_as_local_size():
+    """Bound.local_size: the device's and the kernel's limits are read on the first
+    launch of each kernel and wanted shape only; what it gives is local_size's."""
+    class Counting(CappedKernel):
+        reads = 0
+
+        def get_work_group_info(self, what, device):
+            Counting.reads += 1
+            return super().get_work_group_info(what, device)
+
+    dev, kern, other = stub_device(), Counting(64), Counting(1024)
+    bound = launch.Bound()
+    assert bound.local_size(kern, dev, (64, 4)) == launch.local_size(kern, dev, (64, 4)) == (64, 1)
+    reads = Counting.reads
+    for _ in range(5):
+        assert bound.local_size(kern, dev, (64, 4)) == (64, 1)
+    assert Counting.reads == reads
+    assert bound.local_size(other, dev, (64, 4)) == (64, 4)      # another kernel: its own limit
+    assert bound.local_size(kern, dev, (16, 2)) == (16, 2)        # another shape: read again
+
+
 def test_a_zero_clock_device_has_a_summary_and_no_division():
     dev = stub_device(max_clock_frequency=0, max_compute_units=0, local_mem_size=0)
     rows = dict(gb.device_summary(dev))
