@@ -25,7 +25,7 @@ def test_show_code_picks_lines_like_show_kernel():
     body = md.split("```python\n")[1].rsplit("\n```", 1)[0].split("\n")
     assert body[0].startswith("def enqueue(") and "local_size(" in body[-1]
     assert md.startswith("`gpubook/launch.py`, `enqueue`")
-    rest = gb.show_code(launch.enqueue, "local_size(").data.split("```python\n")[1]
+    rest = gb.show_code(launch.enqueue, "local = local_size(").data.split("```python\n")[1]
     assert rest.startswith("    local = local_size(")     # the function dedented as a whole, then cut
     assert rest.split("\n")[-2].lstrip().startswith("return kern(")  # from there to the function's end
 
