@@ -74,13 +74,11 @@ def serial_sum_growth(rest, K, warp):
     ns = sorted(n for n in rest if n >= warp)
     cost = [(rest[b] - rest[a]) / ((b - a) * K) for a, b in zip(ns, ns[1:])]
     lo, hi = ns[0] if ns else None, ns[-1] if ns else None
+    seen = ("{m_min:.2f} to {m_max:.2f} ns, and at $N$ = {hi:.0f} its $N \\cdot K$ additions "
+            "come to {share:.0%} of the {t_hi_us:.2f} µs left of an iteration")
     return claim("ex_serial_growth_linear", "m_max < 1.25 * m_min and share > 0.9",
-                 "it did: from $N$ = {lo:.0f} to {hi:.0f}, each added number cost "
-                 "{m_min:.2f} to {m_max:.2f} ns, and at $N$ = {hi:.0f} its $N \\cdot K$ additions come "
-                 "to {share:.0%} of the {t_hi_us:.2f} µs left of an iteration",
-                 "it did not: from $N$ = {lo:.0f} to {hi:.0f}, an added number cost "
-                 "{m_min:.2f} to {m_max:.2f} ns, and at $N$ = {hi:.0f} its $N \\cdot K$ additions come "
-                 "to {share:.0%} of the {t_hi_us:.2f} µs left of an iteration",
+                 "it did: from $N$ = {lo:.0f} to {hi:.0f}, each added number cost " + seen,
+                 "it did not: from $N$ = {lo:.0f} to {hi:.0f}, an added number cost " + seen,
                  "not measured on this device: fewer than two group sizes of a warp or more",
                  lo=lo, hi=hi, m_min=min(cost) * 1e9 if cost else None,
                  m_max=max(cost) * 1e9 if cost else None,
