@@ -79,7 +79,8 @@ def serial_sum_growth(rest, K, warp):
     return claim("ex_serial_growth_linear", "m_max < 1.25 * m_min and share > 0.9",
                  "it did: from $N$ = {lo:.0f} to {hi:.0f}, each added number cost " + seen,
                  "it did not: from $N$ = {lo:.0f} to {hi:.0f}, an added number cost " + seen,
-                 "not measured on this device: fewer than two group sizes of a warp or more",
+                 "this device runs fewer than two group sizes of a warp or more, so the cost of "
+                 "an added number is not measured here",
                  lo=lo, hi=hi, m_min=min(cost) * 1e9 if cost else None,
                  m_max=max(cost) * 1e9 if cost else None,
                  share=cost[-1] * hi * K / rest[hi] if cost else None,
