@@ -420,7 +420,7 @@ def test_a_tensor_core_step_is_held_against_their_roof_in_the_tables(results):
         roof = ac.mma_roof(results[slug], "f64")
         fma = results[slug]["08_lsq"]["data"]["fp64_gflops"]
         for step, figure, share in ac.steps(lsq, results[slug]):
-            assert share == pytest.approx(figure / (roof if rf.on_tensor_cores(step) else fma))
+            assert share == pytest.approx(figure / (roof if ac.records.on_tensor_cores(step) else fma))
     cell = ac.headline_rows(results)[-1][3]
     assert "of the FP64 tensor cores" in cell
 

@@ -106,8 +106,8 @@ def test_a_step_on_tensor_cores_is_held_against_their_roof(tmp_path):
     records = ac.load(tmp_path)[GPU]
     points = {p["step"]: p for p in rf.roofline(records)[1] if p["chapter"] == "6. Covariance"}
     assert points["tensor cores 3xtf32"]["roof"] == tiles["roof"]
-    assert rf.on_tensor_cores("3xTF32") and rf.on_tensor_cores("DMMA trailing update")
-    assert not rf.on_tensor_cores("register tiles") and not rf.on_tensor_cores("5 tiled")
+    assert ac.records.on_tensor_cores("3xTF32") and ac.records.on_tensor_cores("DMMA trailing update")
+    assert not ac.records.on_tensor_cores("register tiles") and not ac.records.on_tensor_cores("5 tiled")
 
 
 def test_roofline_draws_the_roofs_only_where_measured(results):

@@ -252,7 +252,7 @@ def on_tensor_cores(step):
     return any(word in step.lower() for word in ON_TENSOR_CORES)
 
 
-def _mma_kind(chapter, step):
+def mma_kind(chapter, step):
     """The tensor-core roof ('f64', 'tf32') a step of an arithmetic chapter is held
     against, or None: a step on the FMA units, or a chapter limited by something else."""
     if chapter.limit not in (FP64, FP32) or not on_tensor_cores(step):
@@ -263,7 +263,7 @@ def _mma_kind(chapter, step):
 def limit_label(chapter, step, records):
     """The label of the limit a step's share is taken of: its chapter's, or the
     tensor cores' roof of its precision for a step on them where chapter 0 measured it."""
-    kind = _mma_kind(chapter, step)
+    kind = mma_kind(chapter, step)
     if kind and mma_roof(records, kind):
         return "FP64 tensor cores" if kind == "f64" else "TF32 tensor cores"
     return chapter.limit.label if chapter.limit else None
@@ -277,7 +277,7 @@ def roof(chapter, step, records):
     entry = records.get(chapter.file)
     if entry is None or not (at_full_scale(records, chapter.file) and at_full_scale(records)):
         return None
-    kind = _mma_kind(chapter, step)
+    kind = mma_kind(chapter, step)
     lim = limits(records)
     bound = chapter.limit.of(lim, entry["data"]) if chapter.limit and lim else None
     return (mma_roof(records, kind) if kind else None) or bound

@@ -9,8 +9,8 @@ loops, NVIDIA only), `discussed` picks the points the chapter's text names, and
 `roofline_rows` lists the points near their roof.
 """
 from ...flops import qr_flops
-from .records import (CHAPTERS, FP64, fmt, limits, mma_roof, name, on_tensor_cores, pct,
-                      step_figures, vendor_figure)
+from .records import (CHAPTERS, FP64, fmt, limits, mma_kind, mma_roof, name, pct, step_figures,
+                      vendor_figure)
 
 
 def _per_iteration(d, step, figure):
@@ -39,11 +39,13 @@ INTENSITY = {
 
 
 def _peak(chapter, step, roofs):
-    """The arithmetic roof of one step: FP64 or FP32, on the FMA units or the tensor cores."""
-    fp64 = chapter.limit is FP64
-    fma = roofs["FP64 GFLOP/s" if fp64 else "FP32 GFLOP/s"]
-    mma = roofs["FP64 mma GFLOP/s" if fp64 else "TF32 mma GFLOP/s"]
-    return mma if mma is not None and on_tensor_cores(step) else fma
+    """The arithmetic roof of one step: FP64 or FP32 on the FMA units, or the tensor
+    cores' of its precision where `mma_kind` holds the step against them and chapter 0
+    measured them."""
+    fma = roofs["FP64 GFLOP/s" if chapter.limit is FP64 else "FP32 GFLOP/s"]
+    kind = mma_kind(chapter, step)
+    mma = roofs["FP64 mma GFLOP/s" if kind == "f64" else "TF32 mma GFLOP/s"] if kind else None
+    return mma if mma is not None else fma
 
 
 def roofline(records):
