@@ -158,7 +158,8 @@ def test_least_squares_and_bad_input(cq):
 
 def test_a_second_run_reuses_every_launch_with_its_arguments_set(fp64_env):
     """launch.Bound: the launches of one CholeskyQR2 repeat from run to run, so the
-    second run adds no kernel copy and gives the same R; another matrix (another
+    second run adds no kernel copy, makes no launch anew (each is recalled) and gives
+    the same R; another matrix (another
     buffer) gets its own copies, and its own right R."""
     _, ctx, queue = fp64_env
     cq = cholqr.CholeskyQR2(ctx, queue, 13, block=8, band=16, gram_shape=SMALL, update_shape=SMALL,
@@ -166,10 +167,11 @@ def test_a_second_run_reuses_every_launch_with_its_arguments_set(fp64_env):
     a = conditioned(300, 13, 1e3, seed=2)
     buf = cq.upload(a)
     r1 = cq.factor_buffer(buf, len(a))
-    copies = cq.products.bound.copies
+    copies, made = cq.products.bound.copies, cq.products.bound.count
     assert copies > 0
     r2 = cq.factor_buffer(buf, len(a))
     assert cq.products.bound.copies == copies and np.array_equal(r1, r2)
+    assert cq.products.bound.count == made       # every launch enqueued again as kept (Bound.recall)
     assert tsqr.gram_error(r1, a) < 1e-13
     b = conditioned(300, 13, 1e2, seed=3)
     rb = cq.r_factor(b)

@@ -106,6 +106,35 @@ def test_enqueue_on_pocl_shrinks_and_computes():
     assert launch.local_size(kern, queue.device, (4096,))[0] <= launch.kernel_max(kern, queue.device)
 
 
+def test_a_bound_recalls_a_kept_launch_and_keeps_only_what_it_launched():
+    """Bound.recall/remember (launch.enqueue with a bound): the same launch again is
+    enqueued from what was kept (no new launch through the Bound) and computes the
+    same; other arguments make their own launch; a NaN or an unhashable argument is
+    never kept; nothing is kept where no launch went through the Bound."""
+    ctx, queue = gb.make_queue()
+    src = ("__kernel void fill(__global float *o, const int n, const float v) "
+           "{ int i = get_global_id(0); if (i < n) o[i] = v + i; }")
+    kern = cl.Kernel(cl.Program(ctx, src).build(), "fill")
+    out, got = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * 100), np.empty(100, np.float32)
+    bound = launch.Bound()
+
+    def run(n, v):
+        launch.enqueue(queue, kern, (n,), (32,), out, np.int32(n), np.float32(v), bound=bound).wait()
+        cl.enqueue_copy(queue, got, out)
+        return got[:n].copy()
+
+    assert np.array_equal(run(100, 1.0), 1 + np.arange(100))
+    made = bound.count
+    cl.enqueue_fill_buffer(queue, out, np.float32(0), 0, 400).wait()
+    assert np.array_equal(run(100, 1.0), 1 + np.arange(100)) and bound.count == made
+    assert np.array_equal(run(50, 2.0), 2 + np.arange(50)) and bound.count == made + 1
+    assert np.isnan(run(10, np.nan)).all() and np.isnan(run(10, np.nan)).all()
+    assert bound.count == made + 3                    # NaN: launched anew each time
+    assert bound.recall([out]) is None                # a list is no key
+    bound.remember("nothing launched", bound.count)
+    assert bound.recall("nothing launched") is None
+
+
 def test_a_bound_reads_each_kernels_shape_once_and_the_same_as_local_size():
     """Bound.local_size: the device's and the kernel's limits are read on the first
     launch of each kernel and wanted shape only; what it gives is local_size's."""

@@ -21,8 +21,19 @@ class Products:
 
     def launch(self, queue, kern, global_size, local_size, *args, wait_for=None):
         """One launch of any kernel of the step, with `bound` where there is one."""
-        run = launch.call if self.bound is None else self.bound
-        return run(queue, kern, global_size, local_size, *args, wait_for=wait_for)
+        if self.bound is None:
+            return launch.call(queue, kern, global_size, local_size, *args, wait_for=wait_for)
+        return self._recalled(("launch", queue, kern, global_size, local_size, args), wait_for,
+                              lambda: self.bound(queue, kern, global_size, local_size, *args, wait_for=wait_for))
+
+    def _recalled(self, key, wait_for, make):
+        """The launch kept under key, enqueued again; else make() it and keep it."""
+        event = self.bound.recall(key, wait_for)
+        if event is None:
+            before = self.bound.count
+            event = make()
+            self.bound.remember(key, before)
+        return event
 
     @staticmethod
     def on_tensor_cores(shape):
@@ -46,10 +57,17 @@ class Products:
         else:
             tiles.launch_kernel(ctx, device, shape, np.float64, triangle=triangle)
 
-    def __call__(self, queue, shape, *args, **kw):
-        if self.on_tensor_cores(shape):
-            return dmma.product(queue, shape, *args, emulate=self.emulate, bound=self.bound, **kw)
-        return tiles.launch(queue, shape, np.float64, *args, bound=self.bound, **kw)
+    def __call__(self, queue, shape, *args, wait_for=None, **kw):
+        def make():
+            if self.on_tensor_cores(shape):
+                return dmma.product(queue, shape, *args, emulate=self.emulate, bound=self.bound,
+                                    wait_for=wait_for, **kw)
+            return tiles.launch(queue, shape, np.float64, *args, bound=self.bound, wait_for=wait_for, **kw)
+        if self.bound is None:
+            return make()
+        # the shape's items in their order: equal tuples are equal shapes
+        return self._recalled(("product", queue, tuple(shape.items()), args, tuple(kw.items())), wait_for,
+                              make)
 
     @staticmethod
     def rows_step(shape):
