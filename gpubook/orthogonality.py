@@ -74,3 +74,18 @@ def q_from_r(a, r):
 def orthogonality_from_r(a, r):
     """||QᵀQ − I||_F for Q = A R^-1 formed on the host in float64 (`q_from_r`)."""
     return orthogonality(q_from_r(a, r))
+
+
+def conditioned(m, n, cond, seed=7):
+    """U diag(1 .. cond) Vᵀ, m x n: U and V random with orthonormal columns (NumPy's QR
+    of Gaussian matrices), the singular values spaced evenly in log from 1 to `cond`,
+    so κ(A) = cond. Unlike scaled columns, which CholeskyQR's first Cholesky factor
+    absorbs (its Q1 comes out orthonormal to rounding), the rotation V mixes the
+    columns: CholeskyQR's weakness. The same matrix for every method that factors it,
+    the vendor's included (gpubook.vendor.measure_each)."""
+    if m < n or n < 2:
+        raise ValueError("expected m >= n >= 2")
+    rng = np.random.default_rng(seed)
+    u, _ = np.linalg.qr(rng.standard_normal((m, n)))
+    v, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    return (u * np.logspace(0, np.log10(cond), n)) @ v.T

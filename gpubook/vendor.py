@@ -95,8 +95,15 @@ FIGURES = {
 }
 
 
+def base(figure):
+    """A figure's name without its tag: "qr@2" (one of several shapes of one figure
+    measured together, `measure_each`) is "qr"."""
+    return figure.split("@")[0]
+
+
 def amount(figure, shape):
     """The work of one call in the unit of the figure's rate (GB, TFLOP, GFLOP)."""
+    figure = base(figure)
     if figure in ("sum", "cub_sum"):
         return 4 * shape[0] / 1e9
     if figure in ("cumsum", "cub_scan"):
@@ -107,8 +114,8 @@ def amount(figure, shape):
     if figure in ("xtx", "xtx_tf32"):
         m, n = shape
         return 2 * m * n * n / 1e12
-    if figure == "qr":
-        m, n = shape
+    if figure == "qr":          # (m, n), or (m, n, cond, seed) for a chapter's matrix of condition cond
+        m, n = shape[:2]
         return (2 * m * n * n - 2 * n**3 / 3) / 1e9
     if figure == "h2d":
         return 4 * shape[0] / 1e9
@@ -187,7 +194,7 @@ def cupy_index(device, cupy):
 
 def _entry(figure, shape, t, error, label=None, what=None, **versions):
     """One figure's record: its call, its time (median, 20-80%), rate and error."""
-    work = amount(figure, shape)
+    work, figure = amount(figure, shape), base(figure)
     return {"figure": figure, "label": label or FIGURES[figure].label, "unit": FIGURES[figure].unit,
             "what": what or FIGURES[figure].what, "shape": list(shape),
             "median_s": t.median, "q20_s": t.q20, "q80_s": t.q80,
@@ -196,7 +203,7 @@ def _entry(figure, shape, t, error, label=None, what=None, **versions):
 
 
 def _measure_one(torch, figure, shape, dev, repeats):
-    run, check, *untimed = torch_workload(torch, figure, shape, dev)  # untimed: more checks, after the timing
+    run, check, *untimed = torch_workload(torch, base(figure), shape, dev)  # untimed: more checks, after the timing
     t = cuda_timing(torch, run, repeats)
     torch.cuda.synchronize()
     error, more = check(), (untimed[0]() if untimed else {})
@@ -215,9 +222,9 @@ def _with_torch(device, figures, shapes, size):
     try:
         with torch.cuda.device(index):
             for f in figures:  # full float32 products, as OpenCL's, but where the figure is TF32's
-                torch.backends.cuda.matmul.allow_tf32 = f.endswith("_tf32")
-                shape = tuple(shapes.get(f, getattr(FIGURES[f], size)))
-                found[f] = _measure_one(torch, f, shape, dev, FIGURES[f].repeats)
+                torch.backends.cuda.matmul.allow_tf32 = base(f).endswith("_tf32")
+                shape = tuple(shapes.get(f, getattr(FIGURES[base(f)], size)))
+                found[f] = _measure_one(torch, f, shape, dev, FIGURES[base(f)].repeats)
                 torch.cuda.empty_cache()
     except RuntimeError as err:  # out of memory, a driver error: say so, keep the chapter going
         return found, f"measuring failed on {device.name.strip()}: {_first_line(err)}"
@@ -318,20 +325,33 @@ def measure(device, figures=tuple(FIGURES), shapes=None, scale=None, quiet=False
         _say("; ".join(missing), quiet)
         return None
     calls = sorted({k + " " + str(e[k]) for e in found.values() for k in ("torch", "cupy", "cub") if k in e})
-    _say(f"measured {', '.join(found)} on {device.name.strip()} in this run ({', '.join(calls)})"
+    names = ", ".join(dict.fromkeys(base(f) for f in found))
+    _say(f"measured {names} on {device.name.strip()} in this run ({', '.join(calls)})"
          + (f"; {'; '.join(missing)}" if missing else ""), quiet)
     # vendor.json keeps the standard shapes only; a chapter records its own shapes itself
-    standard = {f: e for f, e in found.items() if tuple(e["shape"]) == getattr(FIGURES[f], size)}
+    standard = {f: e for f, e in found.items() if f in FIGURES and tuple(e["shape"]) == getattr(FIGURES[f], size)}
     if standard and cub_way is None:
         save(device, size, standard)
     return found
+
+
+def measure_each(device, figure, shapes, quiet=False, apart=None):
+    """One figure that PyTorch calls ("qr"), at each of `shapes` (a chapter's own
+    matrices), in one process: [entry or None] in the order of `shapes`, or None
+    after one line saying why nothing was measured (as `measure`). Nothing is saved
+    to vendor.json: the chapter records what it measured."""
+    if FIGURES[figure].way != "torch":
+        raise ValueError(f"measure_each times the figures that PyTorch calls, not {figure!r}")
+    tags = [f"{figure}@{i}" for i in range(len(shapes))]
+    found = measure(device, tags, shapes=dict(zip(tags, shapes)), quiet=quiet, apart=apart)
+    return None if found is None else [found.get(t) for t in tags]
 
 
 def _here(device, figures, shapes, size, cub_way):
     """Measure in this process: ({figure: entry}, [why each missing group is missing])."""
     found, missing = {}, []
     for way, measure_with in WAYS.items():
-        group = [f for f in figures if FIGURES[f].way == way]
+        group = [f for f in figures if FIGURES[base(f)].way == way]
         if not group:
             continue
         extra = {"way": cub_way} if way == "cub" else {}

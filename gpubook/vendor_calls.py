@@ -3,7 +3,7 @@ call to time and a check of its relative error against float64 (CuPy's also
 what to run before each timed call). PyTorch's in `torch_workload`, CuPy's
 (cuBLAS SSYRK, cuSOLVER, CUB's bindings) in `cupy_workload`; both are timed
 with CUDA events (`cuda_timing`, `cupy_timing`)."""
-from .orthogonality import gram_error, orthogonality
+from .orthogonality import conditioned, gram_error, orthogonality
 from .timing import stats
 
 
@@ -39,8 +39,9 @@ def torch_workload(torch, figure, shape, dev):
             ref = part.T @ part
             return float(torch.max(torch.abs(c[:64, :64] - ref)) / torch.max(torch.abs(ref)))
         return (lambda: torch.matmul(x.T, x, out=c)), check
-    if figure == "qr":
-        a = torch.randn(shape, device=dev, dtype=f64, generator=gen)
+    if figure == "qr":       # (m, n): Gaussian; (m, n, cond, seed): orthogonality.conditioned's matrix
+        a = (torch.randn(shape, device=dev, dtype=f64, generator=gen) if len(shape) == 2 else
+             torch.from_numpy(conditioned(*shape[:2], shape[2], int(shape[3]))).to(dev))
         out = {}
 
         def run():

@@ -190,6 +190,53 @@ def test_the_claims_can_fail(family):
     assert cd.conditioning_claims(rows, "m × n")[0].held is None
 
 
+def test_every_method_that_factored_is_timed(family):
+    for r in family.values():
+        timed = {k for k, v in r["seconds"].items() if v > 0}
+        assert timed == {k for k in ("CholeskyQR2", "shifted CholeskyQR3", "chosen") if r[k] is not None}
+
+
+def _with_cusolver(family, monkeypatch, seconds):
+    """family's rows with cuSOLVER's QR as with_vendor adds it, its time `seconds`
+    (faked: no GPU here), and what measure_each was asked to factor."""
+    from gpubook import vendor
+    asked = []
+
+    def measure_each(device, figure, shapes, quiet=False):
+        asked.append((figure, shapes))
+        return [{"median_s": seconds, "orthogonality": 3e-14} for _ in shapes]
+    monkeypatch.setattr(vendor, "measure_each", measure_each)
+    rows = [dict(r, seconds=dict(r["seconds"])) for r in family.values()]
+    assert cd.with_vendor(None, rows) == ""
+    return rows, asked
+
+
+def test_cusolver_factors_the_same_matrices_and_the_claim_reads_its_times(family, monkeypatch):
+    rows, asked = _with_cusolver(family, monkeypatch, 1.0)          # a second: slower than every method
+    assert asked == [("qr", [(r["rows"], r["cols"], r["cond"], r["seed"]) for r in rows])]
+    assert all(r["cuSOLVER"] == 3e-14 and r["seconds"]["cuSOLVER"] == 1.0 for r in rows)
+    c = cd.vendor_claim(rows, "m × n")
+    assert c.held is True and f"faster at all {len(rows)}" in c.sentence
+    slow = max(r["seconds"]["chosen"] for r in rows)
+    rows, _ = _with_cusolver(family, monkeypatch, slow / 2)         # cuSOLVER ahead on at least one
+    assert cd.vendor_claim(rows, "m × n").held is False
+    rows = [dict(r, seconds=dict(r["seconds"])) for r in family.values()]
+    rows[-1]["seconds"].pop("chosen", None)
+    for r in rows:
+        r["seconds"]["cuSOLVER"] = 1.0
+    assert cd.vendor_claim(rows, "m × n").held is False             # a κ the choice did not factor
+
+
+def test_without_an_nvidia_library_the_vendor_claim_says_why(family, monkeypatch):
+    from gpubook import vendor
+    monkeypatch.setattr(vendor, "measure_each", lambda *a, **k: None)
+    rows = [dict(r, seconds=dict(r["seconds"])) for r in family.values()]
+    why = cd.with_vendor(None, rows)
+    assert why and all("cuSOLVER" not in r["seconds"] for r in rows)
+    c = cd.vendor_claim(rows, "m × n", why)
+    assert c.held is None and why in c.sentence
+
+
 @pytest.mark.parametrize("cls", [sh.Chosen, sh.Shifted3])
 def test_on_the_fp64_tensor_core_kernels_emulated(fp64_env, cls):
     """mma=True, as the GPU pass times it (the FP64 mma kernels, emulated on PoCL)."""

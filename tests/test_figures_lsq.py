@@ -49,3 +49,17 @@ def test_the_figures_draw():
     for fig in (lf.draw_row_update(10, 4), lf.draw_blocked_qr(), lf.draw_compact_wy(v, t)):
         assert fig.axes and fig.patch.get_alpha() == 1.0
     plt.close("all")
+
+
+def test_the_conditioning_figure_draws_cusolver_where_the_rows_have_it():
+    """draw_conditioning: a line per method, cuSOLVER's beside them only where with_vendor
+    added it; a method that broke down is an open marker on the top edge."""
+    rows = [{"cond": c, "CholeskyQR": c * c * 1e-16 if c < 1e8 else None,
+             "CholeskyQR2": 1e-15 if c < 1e8 else None, "shifted CholeskyQR3": 2e-15, "chosen": 2e-15}
+            for c in (1e2, 1e6, 1e10, 1e14)]
+    labels = [ln.get_label() for ln in lf.draw_conditioning(rows, "t").axes[0].get_lines()]
+    assert "cuSOLVER (Householder)" not in labels and "chosen from the estimate" in labels
+    with_it = [dict(r, cuSOLVER=3e-14) for r in rows]
+    labels = [ln.get_label() for ln in lf.draw_conditioning(with_it, "t").axes[0].get_lines()]
+    assert "cuSOLVER (Householder)" in labels
+    plt.close("all")

@@ -5,6 +5,7 @@ import json
 import subprocess
 from types import SimpleNamespace
 
+import numpy as np
 import pyopencl as cl
 import pytest
 
@@ -123,6 +124,42 @@ def test_measured_figures_are_timed_recorded_and_merged(monkeypatch, capsys, res
     assert line.startswith("CUB sum") and f"recorded on NVIDIA H200 on {entry['date']}" in line
     assert vendor.recorded_lines("sum", exclude=H200) == []
     assert "measured in this run" in vendor.describe(entry)
+
+
+def test_one_figure_at_several_shapes_in_one_process(monkeypatch, capsys, results):
+    """measure_each: the figure's workload at each shape (a chapter's own matrices:
+    m, n, cond, seed), entries in the shapes' order, named by the figure, and nothing
+    saved to vendor.json; only figures that PyTorch calls."""
+    monkeypatch.setattr(vendor, "_import_torch", fake_torch)
+    used = []
+
+    def workload(torch_, figure, shape, dev):
+        used.append((figure, shape))
+        return (lambda: None), (lambda: 0.0), (lambda: {"orthogonality": 1e-14})
+
+    monkeypatch.setattr(vendor, "torch_workload", workload)
+    shapes = [(2_000, 50, 1e2, 7), (2_000, 50, 1e14, 7)]
+    FakeEvent.times = [1.0] * 6 + [2.0] * 6
+    found = vendor.measure_each(H200, "qr", shapes)
+    assert used == [("qr", shapes[0]), ("qr", shapes[1])]
+    assert [e["median_s"] for e in found] == [pytest.approx(1e-3), pytest.approx(2e-3)]
+    assert all(e["figure"] == "qr" and e["orthogonality"] == 1e-14 for e in found)
+    assert found[0]["rate"] == pytest.approx(vendor.amount("qr", (2_000, 50)) / 1e-3)
+    assert "measured qr on NVIDIA H200" in one_line(capsys)
+    assert not (results / "nvidia-h200" / "vendor.json").exists()
+    with pytest.raises(ValueError, match="PyTorch calls"):
+        vendor.measure_each(H200, "syrk", shapes)
+
+
+def test_a_chapter_matrix_of_given_condition_is_the_same_for_every_caller():
+    """vendor_calls' "qr" at (m, n, cond, seed) factors orthogonality.conditioned's
+    matrix: what part 8.3's methods factor (measure.conditioned is the same function)."""
+    from gpubook import orthogonality
+    from gpubook.chapters.lsq import measure
+    assert measure.conditioned is orthogonality.conditioned
+    a = orthogonality.conditioned(300, 12, 1e8, seed=3)
+    assert np.linalg.cond(a) == pytest.approx(1e8, rel=1e-6)
+    assert np.array_equal(a, orthogonality.conditioned(300, 12, 1e8, seed=3))
 
 
 def test_a_failing_library_never_fails_the_chapter(monkeypatch, capsys, results):

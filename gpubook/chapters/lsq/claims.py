@@ -141,8 +141,8 @@ def host_enqueue(set_s, bound_s, launches, idle_set_s, idle_bound_s):
                   idle_set_ms=idle_set_s * 1e3, idle_bound_ms=idle_bound_s * 1e3)
     claim("lsq_host_arguments", "set_ms > 1.5 * bound_ms",
           "The host enqueues the timed variant's {launches:,.0f} launches in {set_ms:.1f} ms when each launch sets "
-          "its arguments ({set_us:.0f} µs a launch), and in {bound_ms:.1f} ms when they were set once, on "
-          "the first run ({bound_us:.0f} µs)",
+          "its arguments ({set_us:.0f} µs a launch), and in {bound_ms:.1f} ms when each is enqueued as "
+          "the first run left it, its arguments set ({bound_us:.0f} µs)",
           "The host enqueues the timed variant's {launches:,.0f} launches in {set_ms:.1f} ms when each launch sets "
           "its arguments and in {bound_ms:.1f} ms when they were set once: here setting them costs little",
           **values)
@@ -295,7 +295,7 @@ def tall_roofs(copy_pct, prod_gflops, dmma, mma_gflops, fma_gflops):
     unit = "FP64 tensor-core" if dmma else "FP64 FMA"
     return claim("lsq_tall_roofs", "max(copy_pct, prod_pct) < 50",
                  "and its products come to {prod_pct:.0f}% of " + name
-                 + ": neither is past half its roof",
+                 + ": neither share is past half its roof",
                  "and its products come to {prod_pct:.0f}% of " + name
                  + ": one of the two is past half its roof",
                  missing="and chapter 0 recorded no " + unit + " rate for this device",

@@ -18,10 +18,11 @@ CLEAN, BROKEN = 1e-2, 1e2      # κ² u at most CLEAN: the Gram matrix keeps its
 METHODS = ("CholeskyQR", "CholeskyQR2", "shifted CholeskyQR3", "chosen")
 
 
-def family(ctx, queue, m, n, kappas=KAPPAS, seed=7, **options):
-    """[{cond, rows, cols, kappa2u, predicted_q1, CholeskyQR, CholeskyQR2, shifted CholeskyQR3,
+def family(ctx, queue, m, n, kappas=KAPPAS, seed=7, repeats=3, **options):
+    """[{cond, rows, cols, seed, kappa2u, predicted_q1, CholeskyQR, CholeskyQR2, shifted CholeskyQR3,
     chosen (||QᵀQ − I||_F or None), chosen_method, reason, estimate, residual
-    (||Q R − A||_F / ||A||_F of the chosen method), why (ConditionError text by method)}]
+    (||Q R − A||_F / ||A||_F of the chosen method), why (ConditionError text by method),
+    seconds ({method: median device seconds of `repeats` runs, measure.time_factor})}]
     for U diag Vᵀ of m x n at each κ. options: CholeskyQR2's keywords (tile shapes)."""
     plain = shifted.Chosen(ctx, queue, n, limit=np.inf, max_shifts=0, **options)
     three = shifted.Shifted3(ctx, queue, n, **options)
@@ -29,8 +30,8 @@ def family(ctx, queue, m, n, kappas=KAPPAS, seed=7, **options):
     rows = []
     for cond in kappas:
         a = measure.conditioned(m, n, cond, seed)
-        row = {"cond": cond, "rows": m, "cols": n, "kappa2u": cond * cond * U, "why": {},
-               "predicted_q1": shifted.predicted_q1_condition(a)}
+        row = {"cond": cond, "rows": m, "cols": n, "seed": seed, "kappa2u": cond * cond * U, "why": {},
+               "predicted_q1": shifted.predicted_q1_condition(a), "seconds": {}}
         for name, cq in (("CholeskyQR2", plain), ("shifted CholeskyQR3", three), ("chosen", chosen)):
             try:
                 r = cq.r_factor(a)
@@ -39,6 +40,7 @@ def family(ctx, queue, m, n, kappas=KAPPAS, seed=7, **options):
                 if name == "chosen":
                     row["residual"] = float(np.linalg.norm(q @ r - a) / np.linalg.norm(a))
                     row.update(chosen_method=cq.method, reason=cq.reason, estimate=cq.cond_estimate)
+                row["seconds"][name] = measure.time_factor(cq, a, repeats)[0]["median_s"]
             except shifted.ConditionError as err:
                 row[name], row["why"][name] = None, str(err)
                 if name == "chosen":
@@ -48,6 +50,43 @@ def family(ctx, queue, m, n, kappas=KAPPAS, seed=7, **options):
                                      and np.isfinite(plain.estimates[0]) else None)
         rows.append(row)
     return rows
+
+
+def with_vendor(device, rows):
+    """cuSOLVER's QR (gpubook.vendor's "qr", through PyTorch) of each row's own matrix,
+    in one process: its ||QᵀQ − I||_F under "cuSOLVER" and its seconds under
+    seconds["cuSOLVER"]. Returns '' where it ran, else why not (the rows unchanged)."""
+    from ... import vendor
+    found = vendor.measure_each(device, "qr", [(r["rows"], r["cols"], r["cond"], r["seed"]) for r in rows],
+                                quiet=True)
+    if not found or not all(found):
+        return "no NVIDIA library ran on this device" if found is None else "PyTorch's QR failed on a matrix"
+    for row, entry in zip(rows, found):
+        row["cuSOLVER"] = entry.get("orthogonality")
+        row["seconds"]["cuSOLVER"] = entry["median_s"]
+    return ""
+
+
+def vendor_claim(rows, where, why=""):
+    """lsq_chosen_vs_cusolver: the chosen method's device time against cuSOLVER's QR of
+    the same matrix, at every κ (with_vendor); unsettled where cuSOLVER did not run."""
+    both = [r for r in rows if r["seconds"].get("chosen") and r["seconds"].get("cuSOLVER")]
+    ratio = [r["seconds"]["chosen"] / r["seconds"]["cuSOLVER"] for r in both]
+    first, last = (both[0], both[-1]) if both else ({}, {})
+    ms = [1e3 * r["seconds"]["cuSOLVER"] for r in both]
+    return claim(
+        "lsq_chosen_vs_cusolver", "n == total and faster == n",
+        "The chosen method took {first_ms:.2f} ms at κ = {first:.0e} and {last_ms:.2f} ms at "
+        "κ = {last:.0e} ({last_method}), and cuSOLVER's QR of the same {where} matrices "
+        "{lo:.2f}-{hi:.2f} ms: the choice was faster at all {n:.0f} (at worst {worst:.2f}× cuSOLVER's time)",
+        "The chosen method was faster than cuSOLVER's QR of the same {where} matrices at {faster:.0f} "
+        "of {total:.0f} (at worst {worst:.2f}× its time)",
+        missing="cuSOLVER's QR of these matrices has no time here: " + (why or "{names} missing"),
+        where=where, total=len(rows), n=len(both) or None, faster=sum(x < 1 for x in ratio),
+        worst=max(ratio, default=None), first=first.get("cond"), last=last.get("cond"),
+        first_ms=1e3 * first["seconds"]["chosen"] if both else None,
+        last_ms=1e3 * last["seconds"]["chosen"] if both else None, last_method=last.get("chosen_method"),
+        lo=min(ms, default=None), hi=max(ms, default=None))
 
 
 def _fails(v):

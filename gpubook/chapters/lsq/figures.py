@@ -265,27 +265,30 @@ def draw_launches(trace, cols, band, title="CholeskyQR2: every launch of one fac
 
 
 CONDITIONING_STYLE = {"CholeskyQR": ("#b03a2e", "v", ":"), "CholeskyQR2": ("#d68910", "s", "--"),
-                      "shifted CholeskyQR3": ("#1f618d", "o", "-"), "chosen": ("#1e8449", "x", "-")}
+                      "shifted CholeskyQR3": ("#1f618d", "o", "-"), "chosen": ("#1e8449", "x", "-"),
+                      "cuSOLVER": ("0.35", "d", "-")}
 
 
 def draw_conditioning(rows, title, floor=1e-13, u=2.0 ** -53):
     """||QᵀQ − I||_F against κ(A) for each method of `conditioned.family`'s rows, a
     method that broke down or refused drawn as an open marker on the top edge; the
-    floor and κ² u (the one-pass loss the Gram matrix predicts) as guides."""
+    floor and κ² u (the one-pass loss the Gram matrix predicts) as guides; cuSOLVER's
+    Householder QR of the same matrices too, where the rows have it (with_vendor)."""
     from .conditioned import METHODS
+    shown = METHODS + (("cuSOLVER",) if any(r.get("cuSOLVER") is not None for r in rows) else ())
     fig, ax = new_figure(height=4.2)
     conds = np.array([r["cond"] for r in rows])
     top = 10.0
     loss = conds ** 2 * u
     ax.plot(conds, np.where(loss <= top, loss, np.nan), color="0.6", linewidth=1, label="κ² u")
     ax.axhline(floor, color="0.3", linewidth=0.8, linestyle="-.", label=f"floor {floor:.0e}")
-    for i, name in enumerate(METHODS):
+    for i, name in enumerate(shown):
         colour, marker, line = CONDITIONING_STYLE[name]
         vals = np.array([np.nan if r.get(name) is None else max(r[name], 1e-17) for r in rows])
         shift = 1.0 + 0.06 * (i - 1.5)           # nudged apart where methods agree
         ax.plot(conds * shift, vals, color=colour, marker=marker, linestyle=line, markersize=5,
-                label="chosen from the estimate" if name == "chosen" else name)
-        broke = np.isnan(vals)
+                label={"chosen": "chosen from the estimate", "cuSOLVER": "cuSOLVER (Householder)"}.get(name, name))
+        broke = np.isnan(vals) & (name != "cuSOLVER")
         if broke.any():
             ax.plot(conds[broke] * shift, np.full(broke.sum(), top), linestyle="none", marker=marker,
                     markerfacecolor="none", color=colour, markersize=7)

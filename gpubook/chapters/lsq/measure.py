@@ -19,6 +19,7 @@ import numpy as np
 import pyopencl as cl
 
 from ... import tiles
+from ... import orthogonality as _orthogonality
 from ...orthogonality import gram_error, orthogonality, orthogonality_from_r  # noqa: F401 - one definition each
 from ...show import markdown_table
 from ...timing import event_seconds, seconds_by_kernel, stats, time_events
@@ -235,18 +236,7 @@ def ill_conditioned(m, n, top=1e9, seed=5):
     return rng.standard_normal((m, n)) * np.logspace(0, np.log10(top), n)
 
 
-def conditioned(m, n, cond, seed=7):
-    """U diag(1 .. cond) Vᵀ, m x n: U and V random with orthonormal columns (NumPy's QR
-    of Gaussian matrices), the singular values spaced evenly in log from 1 to `cond`,
-    so κ(A) = cond. Unlike `ill_conditioned`'s scaled columns, which the first Cholesky
-    factor absorbs (its Q1 comes out orthonormal to rounding), the rotation V mixes the
-    columns: CholeskyQR's weakness."""
-    if m < n or n < 2:
-        raise ValueError("expected m >= n >= 2")
-    rng = np.random.default_rng(seed)
-    u, _ = np.linalg.qr(rng.standard_normal((m, n)))
-    v, _ = np.linalg.qr(rng.standard_normal((n, n)))
-    return (u * np.logspace(0, np.log10(cond), n)) @ v.T
+conditioned = _orthogonality.conditioned     # part 8.3's family of matrices of condition κ
 
 
 def product_flops(m, cols):
