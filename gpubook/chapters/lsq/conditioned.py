@@ -67,22 +67,23 @@ def with_vendor(device, rows):
     return ""
 
 
-def vendor_claim(rows, where, why=""):
+def vendor_claim(rows, where, why="", units="FMA register tiles"):
     """lsq_chosen_vs_cusolver: the chosen method's device time against cuSOLVER's QR of
-    the same matrix, at every κ (with_vendor); unsettled where cuSOLVER did not run."""
+    the same matrix, at every κ (with_vendor); unsettled where cuSOLVER did not run.
+    units: what ran the methods' products."""
     both = [r for r in rows if r["seconds"].get("chosen") and r["seconds"].get("cuSOLVER")]
     ratio = [r["seconds"]["chosen"] / r["seconds"]["cuSOLVER"] for r in both]
     first, last = (both[0], both[-1]) if both else ({}, {})
     ms = [1e3 * r["seconds"]["cuSOLVER"] for r in both]
     return claim(
         "lsq_chosen_vs_cusolver", "n == total and faster == n",
-        "The chosen method took {first_ms:.2f} ms at κ = {first:.0e} and {last_ms:.2f} ms at "
+        "The chosen method, on the {units}, took {first_ms:.2f} ms at κ = {first:.0e} and {last_ms:.2f} ms at "
         "κ = {last:.0e} ({last_method}), and cuSOLVER's QR of the same {where} matrices "
         "{lo:.2f}-{hi:.2f} ms: the choice was faster at all {n:.0f} (at worst {worst:.2f}× cuSOLVER's time)",
         "The chosen method was faster than cuSOLVER's QR of the same {where} matrices at {faster:.0f} "
         "of {total:.0f} (at worst {worst:.2f}× its time)",
         missing="cuSOLVER's QR of these matrices has no time here: " + (why or "{names} missing"),
-        where=where, total=len(rows), n=len(both) or None, faster=sum(x < 1 for x in ratio),
+        where=where, units=units, total=len(rows), n=len(both) or None, faster=sum(x < 1 for x in ratio),
         worst=max(ratio, default=None), first=first.get("cond"), last=last.get("cond"),
         first_ms=1e3 * first["seconds"]["chosen"] if both else None,
         last_ms=1e3 * last["seconds"]["chosen"] if both else None, last_method=last.get("chosen_method"),
