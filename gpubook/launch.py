@@ -211,7 +211,8 @@ class Bound:
     driver 580, 2026-11-27, tools/profile_enqueue.py) a product kernel with 18
     arguments took 220 us of host time per launch when they were set each time, and
     16 us when they were already set. CholeskyQR2 repeats the same ~700 launches
-    on every run, so from its second run on it only enqueues. The copies keep
+    on every run, so from its second run on it only enqueues, each launch as
+    `remember` kept it (`recall`: no Python work per launch). The copies keep
     their arguments (buffers included) alive, so the owner of a Bound should be
     the object whose launches it serves, and no longer lived."""
 
@@ -220,7 +221,7 @@ class Bound:
         self._shapes = {}
         self._launches = {}      # a caller's own key -> (queue, copy, global size, local size)
         self._last = None
-        self.count = 0           # launches through this Bound so far
+        self.count = 0           # launches made through __call__ (a recalled one is not counted)
 
     def recall(self, key, wait_for=None):
         """Enqueue again the launch that `remember` kept under `key` (the caller's
