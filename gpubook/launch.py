@@ -188,14 +188,10 @@ def enqueue(queue, kern, counts, want, *args, wait_for=None, bound=None):
     work-groups of `want`, shrunk to fit (the kernel must check its bounds);
     returns the event. bound: a `Bound` that keeps the arguments set."""
     if bound is not None:
-        key = ("enqueue", queue, kern, counts, want, args)
-        event = bound.recall(key, wait_for)
-        if event is None:
-            before = bound.count
+        def make():
             local = bound.local_size(kern, queue.device, want)
-            event = bound(queue, kern, global_size(counts, local), local, *args, wait_for=wait_for)
-            bound.remember(key, before)
-        return event
+            return bound(queue, kern, global_size(counts, local), local, *args, wait_for=wait_for)
+        return bound.reuse(("enqueue", queue, kern, counts, want, args), wait_for, make)
     local = local_size(kern, queue.device, want)
     return kern(queue, global_size(counts, local), local, *args, wait_for=wait_for)
 
@@ -235,6 +231,16 @@ class Bound:
         except TypeError:
             return None
         return None if hit is None else cl.enqueue_nd_range_kernel(*hit, wait_for=wait_for)
+
+    def reuse(self, key, wait_for, make):
+        """The launch kept under `key`, enqueued again (`recall`); else make() it (a
+        launch through this Bound) and keep it (`remember`). Returns its event."""
+        event = self.recall(key, wait_for)
+        if event is None:
+            before = self.count
+            event = make()
+            self.remember(key, before)
+        return event
 
     def remember(self, key, before):
         """Keep the launch just made under `key`, when exactly one launch went

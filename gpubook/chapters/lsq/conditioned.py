@@ -7,6 +7,7 @@ None where a method broke down or refused (ConditionError). `family` measures it
 tests the mechanism, κ² u, against what the run shows)."""
 import numpy as np
 
+from ... import vendor
 from ...claims import claim
 from . import measure, shifted
 
@@ -56,7 +57,6 @@ def with_vendor(device, rows):
     """cuSOLVER's QR (gpubook.vendor's "qr", through PyTorch) of each row's own matrix,
     in one process: its ||QᵀQ − I||_F under "cuSOLVER" and its seconds under
     seconds["cuSOLVER"]. Returns '' where it ran, else why not (the rows unchanged)."""
-    from ... import vendor
     found = vendor.measure_each(device, "qr", [(r["rows"], r["cols"], r["cond"], r["seed"]) for r in rows],
                                 quiet=True)
     if not found or not all(found):

@@ -23,17 +23,8 @@ class Products:
         """One launch of any kernel of the step, with `bound` where there is one."""
         if self.bound is None:
             return launch.call(queue, kern, global_size, local_size, *args, wait_for=wait_for)
-        return self._recalled(("launch", queue, kern, global_size, local_size, args), wait_for,
-                              lambda: self.bound(queue, kern, global_size, local_size, *args, wait_for=wait_for))
-
-    def _recalled(self, key, wait_for, make):
-        """The launch kept under key, enqueued again; else make() it and keep it."""
-        event = self.bound.recall(key, wait_for)
-        if event is None:
-            before = self.bound.count
-            event = make()
-            self.bound.remember(key, before)
-        return event
+        return self.bound.reuse(("launch", queue, kern, global_size, local_size, args), wait_for,
+                                lambda: self.bound(queue, kern, global_size, local_size, *args, wait_for=wait_for))
 
     @staticmethod
     def on_tensor_cores(shape):
@@ -66,8 +57,8 @@ class Products:
         if self.bound is None:
             return make()
         # the shape's items in their order: equal tuples are equal shapes
-        return self._recalled(("product", queue, tuple(shape.items()), args, tuple(kw.items())), wait_for,
-                              make)
+        return self.bound.reuse(("product", queue, tuple(shape.items()), args, tuple(kw.items())), wait_for,
+                                make)
 
     @staticmethod
     def rows_step(shape):
