@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from . import vendor_apart, vendor_cub
 from .vendor_apart import first_line as _first_line
-from .vendor_gpus import _not_nvidia, _same_gpu, cuda_index, cupy_index  # noqa: F401 - vendor's own names
+from .vendor_gpus import cuda_index, cupy_index, not_nvidia as _not_nvidia, same_gpu as _same_gpu
 from .vendor_calls import CUPY_CUB, cuda_timing, cupy_timing, cupy_workload, torch_workload
 from .records import device_slug, load_results, record
 from .scale import scale as scale_for

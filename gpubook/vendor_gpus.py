@@ -4,11 +4,12 @@ only the chapter's anchor when it runs on the same GPU as the chapter's OpenCL d
 from .vendor_apart import first_line as _first_line
 
 
-def _not_nvidia(device):
+def not_nvidia(device):
+    """The line that says the vendor figures do not cover this device."""
     return f"{device.name.strip()} is not an NVIDIA GPU; the vendor figures cover NVIDIA's libraries"
 
 
-def _same_gpu(device, gpus, who):
+def same_gpu(device, gpus, who):
     """The CUDA index among `gpus` ([(index, name, PCI bus or None)]) that the OpenCL
     `device` is, or the reason there is none; `who` names what listed them."""
     name = device.name.strip().lower()
@@ -27,14 +28,14 @@ def _same_gpu(device, gpus, who):
 def cuda_index(device, torch):
     """The CUDA index of the GPU that the OpenCL `device` is, or the reason there is none."""
     if "nvidia" not in device.vendor.lower():
-        return None, _not_nvidia(device)
+        return None, not_nvidia(device)
     if torch is None:
         return None, "PyTorch is not installed here"
     if not torch.cuda.is_available():
         return None, "PyTorch has no CUDA device here"
     gpus = [(i, torch.cuda.get_device_name(i), getattr(torch.cuda.get_device_properties(i), "pci_bus_id", None))
             for i in range(torch.cuda.device_count())]
-    return _same_gpu(device, gpus, "PyTorch")
+    return same_gpu(device, gpus, "PyTorch")
 
 
 def cupy_index(device, cupy):
@@ -50,4 +51,4 @@ def cupy_index(device, cupy):
             gpus.append((i, name, props.get("pciBusID")))
     except Exception as err:  # noqa: BLE001 - no driver, no device: say so
         return None, f"CuPy has no CUDA device here ({_first_line(err)})"
-    return _same_gpu(device, gpus, "CuPy")
+    return same_gpu(device, gpus, "CuPy")
