@@ -227,6 +227,17 @@ def test_cusolver_factors_the_same_matrices_and_the_claim_reads_its_times(family
     assert cd.vendor_claim(rows, "m × n").held is False             # a κ the choice did not factor
 
 
+def test_timing_needs_a_run_to_time(odd):
+    """measure.time_factor (and the family's timing through it): no timed run, or a
+    count that is not an integer, is a clear error before any work."""
+    chosen = odd[0]
+    a = lm.conditioned(1003, 13, 1e3, seed=4)
+    with pytest.raises(ValueError, match="repeats must be at least 1, got 0"):
+        lm.time_factor(chosen, a, repeats=0)
+    with pytest.raises(TypeError, match="warmup must be an integer"):
+        lm.time_factor(chosen, a, warmup=0.5)
+
+
 def test_without_an_nvidia_library_the_vendor_claim_says_why(family, monkeypatch):
     from gpubook import vendor
     monkeypatch.setattr(vendor, "measure_each", lambda *a, **k: None)

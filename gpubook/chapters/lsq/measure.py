@@ -23,7 +23,7 @@ from ... import orthogonality as _orthogonality
 from ...orthogonality import gram_error, orthogonality, orthogonality_from_r  # noqa: F401 - one definition each
 from ...show import markdown_table
 from ...timing import event_seconds, seconds_by_kernel, stats, time_events
-from . import cholqr, rows as lsq, tsqr
+from . import cholqr, inputs, rows as lsq, tsqr
 
 # Smaller register tiles, tried in order where the default shapes need more
 # work-items per work-group than the device allows (square: the Gram products
@@ -84,6 +84,7 @@ def time_factor(cq, a, repeats=3, warmup=1):
     launch's start and the last one's end, when no launch of either queue ran ("idle_s"), "by_kernel", "launches",
     "method", "cond_estimate", "reason", and per stage of `phases` its launches
     and device seconds: "stage_launches", "stage_s"), and R of the last run."""
+    repeats, warmup = inputs.count("repeats", repeats, 1), inputs.count("warmup", warmup, 0)
     a = tsqr.checked(a, cq.C)
     m = len(a)
     work = cq.upload(a)
