@@ -19,8 +19,7 @@ import numpy as np
 import pyopencl as cl
 
 from ... import tiles
-from ... import orthogonality as _orthogonality
-from ...orthogonality import gram_error, orthogonality, orthogonality_from_r  # noqa: F401 - one definition each
+from ...orthogonality import conditioned, gram_error, orthogonality, orthogonality_from_r  # noqa: F401 - one definition each
 from ...show import markdown_table
 from ...timing import event_seconds, seconds_by_kernel, stats, time_events
 from . import cholqr, inputs, rows as lsq, tsqr
@@ -235,9 +234,6 @@ def ill_conditioned(m, n, top=1e9, seed=5):
         raise ValueError("expected m >= n >= 2")
     rng = np.random.default_rng(seed)
     return rng.standard_normal((m, n)) * np.logspace(0, np.log10(top), n)
-
-
-conditioned = _orthogonality.conditioned     # part 8.3's family of matrices of condition κ
 
 
 def product_flops(m, cols):
