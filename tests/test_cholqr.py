@@ -156,7 +156,7 @@ def test_least_squares_and_bad_input(cq):
         cq.least_squares(np.ones((10, 12)), np.ones(9))
 
 
-def test_a_second_run_reuses_every_launch_with_its_arguments_set(fp64_env):
+def test_a_second_run_reuses_every_launch_with_its_arguments_set(fp64_env, plain_calls):
     """launch.Bound: the launches of one CholeskyQR2 repeat from run to run, so the
     second run adds no kernel copy, makes no launch anew (each is recalled) and gives
     the same R; another matrix (another
@@ -169,7 +169,9 @@ def test_a_second_run_reuses_every_launch_with_its_arguments_set(fp64_env):
     r1 = cq.factor_buffer(buf, len(a))
     copies, made = cq.products.bound.copies, cq.products.bound.count
     assert copies > 0
-    r2 = cq.factor_buffer(buf, len(a))
+    with plain_calls() as plain:
+        r2 = cq.factor_buffer(buf, len(a))
+    assert plain == []                           # no launch sets its arguments anew (kernel.__call__)
     assert cq.products.bound.copies == copies and np.array_equal(r1, r2)
     assert cq.products.bound.count == made       # every launch enqueued again as kept (Bound.recall)
     assert tsqr.gram_error(r1, a) < 1e-13

@@ -108,6 +108,22 @@ def test_the_shift_and_the_estimate_on_the_device(odd):
     assert np.linalg.cond(a) <= chosen.cond_estimate <= 13 * np.linalg.cond(a)   # κ₂ <= κ_F <= n κ₂
 
 
+@pytest.mark.parametrize("which", [0, 1])
+def test_a_second_run_of_the_shifted_passes_reuses_every_launch(odd, plain_calls, which):
+    """Every launch of a shifted factorisation (the shift, the estimate's norms, the
+    triangles included) is kept by the products' launch.Bound: its second run makes
+    no launch anew and gives the same R."""
+    cq = odd[which]
+    a = lm.conditioned(1003, 13, 1e12, seed=5)
+    buf = cq.upload(a)
+    r1 = cq.factor_buffer(buf, len(a))
+    made = cq.cq.products.bound.count
+    with plain_calls() as plain:
+        r2 = cq.factor_buffer(buf, len(a))
+    assert cq.shifts >= 1 and np.array_equal(r1, r2)
+    assert plain == [] and cq.cq.products.bound.count == made
+
+
 def test_cholesky_qr2_as_chosen_is_cholesky_qr2_and_times_like_it(odd, fp64_env):
     """The chosen method's CholeskyQR2 is the same launches as cholqr.CholeskyQR2
     (measure.time_factor splits its trace into CholeskyQR2's stages), and its R is the

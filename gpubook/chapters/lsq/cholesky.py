@@ -107,7 +107,7 @@ class DeviceCholesky:
             self._side = [cl.enqueue_fill_buffer(self.side, inverse, np.float64(0), 0, 8 * k * k,
                                                  wait_for=after)]
             self._side = [launch.enqueue(self.side, self.kern["unit_diagonal"], (k,), (256,), inverse, i32(k),
-                                         i32(k), wait_for=self._side)]
+                                         i32(k), wait_for=self._side, bound=self.products.bound)]
         pb = cb * self.panel
         for p0 in range(0, k, pb):
             pend = min(k, p0 + pb)
@@ -167,7 +167,7 @@ class DeviceCholesky:
     def triangle(self, src, dst, upper, trace=None):
         """dst = the upper (or lower) triangle of src, zeros elsewhere."""
         ev = launch.enqueue(self.queue, self.kern["take_triangle"], (self.k, self.k), (16, 16), src, dst,
-                            np.int32(self.k), np.int32(self.k), np.int32(int(upper)))
+                            np.int32(self.k), np.int32(self.k), np.int32(int(upper)), bound=self.products.bound)
         if trace is not None:
             trace.append(("take_triangle", ev))
         return ev

@@ -270,7 +270,8 @@ class CholeskyQR2(Factors):
                                                       edge, c, 0, m, k_chunk=self.chunk, c_stride=c * c)))
         if chunks > 1:
             trace.append(("sum_chunks", launch.enqueue(q, self.k["sum_chunks"], (c * c,), (256,), self.part,
-                                                       np.int32(chunks), np.int32(c * c), np.int32(c * c), g)))
+                                                       np.int32(chunks), np.int32(c * c), np.int32(c * c), g,
+                                                       bound=self.products.bound)))
 
     def _banded(self, name, a, lda, b, out, rows, trace, **kw):
         """out[:, j0:j1] = a' b[:, j0:j1] for an upper-triangular b (C x C),
@@ -329,8 +330,9 @@ class CholeskyQR2(Factors):
         c, tt = self.C, (self.TT, self.TT)
         across = self.reads_a_across
         for src, rows, dst in ((self.E, c, self.Rinv),) + (() if across else ((x, m, self.At),)):
-            trace.append(("transpose_rows", self.k["transpose_rows"](
-                self.queue, launch.global_size((c, rows), tt), tt, src, np.int32(rows), dst)))
+            trace.append(("transpose_rows", self.products.launch(
+                self.queue, self.k["transpose_rows"], launch.global_size((c, rows), tt), tt, src,
+                np.int32(rows), dst)))
         if across:
             self._banded("tiles: Q1 = A R1^-1", x, c, self.Rinv, out, lambda j1: m, trace, a_trans=True)
         else:

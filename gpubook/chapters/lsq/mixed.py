@@ -100,7 +100,8 @@ class MixedCholeskyQR2(cholqr.CholeskyQR2):
         addition rounds at R's own size."""
         q, c = self.queue, self.C
         trace.append(("add_to_diagonal", launch.enqueue(q, self.k32["add_to_diagonal"], (c,), (64,), low,
-                                                        np.int32(c), np.float64(-1.0))))
+                                                        np.int32(c), np.float64(-1.0),
+                                                        bound=self.products.bound)))
         trace.append(("R = R1", cl.enqueue_copy(q, out, up)))
         super()._triangular_product(name, low, up, out, trace, accumulate=True)
 

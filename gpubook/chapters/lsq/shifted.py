@@ -202,7 +202,7 @@ class _Passes(cholqr.Factors):
         wg = self.cq.chol.wg
         trace.append(("shift_diagonal", launch.enqueue(
             self.queue, self.k["shift_diagonal"], (wg,), (wg,), g, np.int32(self.C), np.int32(self.C),
-            np.float64(shift_coefficient(m, self.C)))))
+            np.float64(shift_coefficient(m, self.C)), bound=self.cq.products.bound)))
 
     def _factor(self, g, slot, inverse, trace):
         self.chols[slot // 2].enqueue(g, slot % 2, inverse, trace)
@@ -214,7 +214,7 @@ class _Passes(cholqr.Factors):
         for src, upper, at in ((g, 1, 0), (self.cq.E, 0, c)):
             trace.append(("column_squares", launch.enqueue(
                 self.queue, self.k["column_squares"], (c,), (64,), src, np.int32(c), np.int32(c),
-                np.int32(upper), self.squares, np.int32(at))))
+                np.int32(upper), self.squares, np.int32(at), bound=self.cq.products.bound)))
 
     def _read_estimate(self):
         sq = np.empty(2 * self.C)
