@@ -16,6 +16,7 @@ import pyopencl as cl
 import pytest
 
 from gpubook.chapters.lsq import cholqr, conditioned as cd, measure as lm, shifted as sh
+from gpubook.chapters.lsq import shifted_reference as ref
 from gpubook.orthogonality import orthogonality
 
 SMALL = {"TM": 16, "TN": 16, "WM": 4, "WN": 4, "K": 4, "STAGES": 2}
@@ -77,12 +78,12 @@ def odd(fp64_env):
 def test_the_device_matches_the_numpy_reference(odd, cond):
     chosen, three, _, _ = odd
     a = lm.conditioned(1003, 13, cond, seed=11)
-    q_ref, r_ref, shifts = sh.reference_chosen(a)
+    q_ref, r_ref, shifts = ref.reference_chosen(a)
     r = chosen.r_factor(a)
     assert chosen.shifts == shifts
     assert np.abs(r - r_ref).max() <= 1e-12 * np.abs(r_ref).max()
     assert orthogonality(chosen.q()) <= 1e-13 and orthogonality(q_ref) <= 1e-13
-    q3_ref, r3_ref = sh.reference(a, shifts=1)
+    q3_ref, r3_ref = ref.reference(a, shifts=1)
     r3 = three.r_factor(a)
     assert three.method == "shifted CholeskyQR3"
     assert np.abs(r3 - r3_ref).max() <= 1e-12 * np.abs(r3_ref).max()
@@ -103,7 +104,7 @@ def test_the_shift_and_the_estimate_on_the_device(odd):
     assert np.allclose(np.diag(out), np.diag(want), rtol=1e-15, atol=0)
     a = lm.conditioned(1003, 13, 1e4, seed=3)
     chosen.r_factor(a)
-    est = sh.kappa_f(np.linalg.cholesky(a.T @ a).T)
+    est = ref.kappa_f(np.linalg.cholesky(a.T @ a).T)
     assert chosen.method == "CholeskyQR2" and chosen.cond_estimate == pytest.approx(est, rel=1e-8)
     assert np.linalg.cond(a) <= chosen.cond_estimate <= 13 * np.linalg.cond(a)   # κ₂ <= κ_F <= n κ₂
 
@@ -140,6 +141,62 @@ def test_cholesky_qr2_as_chosen_is_cholesky_qr2_and_times_like_it(odd, fp64_env)
     assert sh.product_flops(1003, 13, shifts=1) / lm.product_flops(1003, 13) == pytest.approx(5 / 3, rel=0.01)
 
 
+def test_planned_shifts_divide_the_estimate_by_the_bound_of_each_shift():
+    c = np.sqrt(13 * sh.shift_coefficient(1003, 13))
+    assert sh.planned_shifts(np.inf, 1003, 13) == 1 and sh.planned_shifts(5.0, 1003, 13, limit=10) == 1
+    for est in (1e8, 1e12, 1e20):
+        p = sh.planned_shifts(est, 1003, 13, limit=10)
+        assert est * c ** p <= 10 < est * c ** (p - 1)
+
+
+@pytest.mark.parametrize("cond", [1e8, 1e12])
+def test_predicted_shifts_run_without_a_wait_and_match_the_reference(fp64_env, cond):
+    """limit=100 (an orthonormal Q's κ_F is n = 13): from the first finite estimate
+    (about 1e8 and 1e7) Chosen predicts two shifts and reads the next estimate only
+    in settle; the shifts and R are the rule's."""
+    _, ctx, queue = fp64_env
+    chosen = sh.Chosen(ctx, queue, 13, limit=100, **OPTS)
+    a = lm.conditioned(1003, 13, cond, seed=11)
+    r = chosen.r_factor(a)
+    q_ref, r_ref, shifts = ref.reference_chosen(a, limit=100)
+    assert chosen.predicted == 2 and chosen.shifts == shifts
+    assert np.abs(r - r_ref).max() <= 1e-12 * np.abs(r_ref).max()
+    assert orthogonality(chosen.q()) <= 1e-13 and chosen.estimates[-1] <= 100
+    assert "2 shifts predicted from one estimate" in chosen.reason
+
+
+def test_a_prediction_that_falls_short_runs_again_with_a_wait_per_pass(fp64_env, monkeypatch):
+    _, ctx, queue = fp64_env
+    chosen = sh.Chosen(ctx, queue, 13, limit=100, **OPTS)
+    a = lm.conditioned(1003, 13, 1e8, seed=11)        # one shift leaves an estimate of about 1e3
+    monkeypatch.setattr(sh, "planned_shifts", lambda *args, **kw: 1)
+    trace = []
+    buf = chosen.upload(a)
+    chosen.enqueue(buf, len(a), trace)
+    first = len(trace)
+    chosen.settle(buf, len(a), trace)
+    r = chosen.r()
+    q_ref, r_ref, shifts = ref.reference_chosen(a, limit=100, predict=False)
+    assert shifts == 2 and chosen.shifts == 2 and chosen.predicted == 0 and len(trace) > first
+    assert np.abs(r - r_ref).max() <= 1e-12 * np.abs(r_ref).max()
+    assert orthogonality(chosen.q()) <= 1e-13
+
+
+def test_a_failure_in_a_chain_of_factorisations_stays_flagged(fp64_env):
+    """DeviceCholesky with fresh=False keeps its slot's flag: a broken factorisation
+    before a good one is still reported (the predicted shifts' check)."""
+    _, ctx, queue = fp64_env
+    chol = sh.Chosen(ctx, queue, 13, **OPTS).chols[0]
+    bad, good = -np.eye(13), np.eye(13) * 2.0
+    bufs = [cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=g.copy())
+            for g in (bad, good, good.copy())]
+    chol.enqueue(bufs[0], 1)
+    chol.enqueue(bufs[1], 1, fresh=False)
+    assert not chol.status(1)[0]
+    chol.enqueue(bufs[2], 1)
+    assert chol.status(1)[0]
+
+
 def test_bad_input_is_refused_clearly(odd, monkeypatch, fp64_env):
     chosen, three, ctx, queue = odd
     good = lm.conditioned(100, 13, 10.0)
@@ -159,7 +216,7 @@ def test_bad_input_is_refused_clearly(odd, monkeypatch, fp64_env):
     with pytest.raises(sh.ConditionError, match="too ill-conditioned"):
         three.r_factor(lm.conditioned(1003, 13, 1e16, seed=2))
     with pytest.raises(sh.ConditionError):
-        sh.reference(lm.conditioned(1003, 13, 1e12, seed=2), shifts=0)
+        ref.reference(lm.conditioned(1003, 13, 1e12, seed=2), shifts=0)
 
     def no_fp64(device):
         raise RuntimeError("this device has no double precision")

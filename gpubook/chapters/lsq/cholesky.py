@@ -88,9 +88,11 @@ class DeviceCholesky:
         self.linv = [self._m.get_sub_region(b * stride, 8 * self.CB * self.CB) for b in range(blocks)]
         self.side = cl.CommandQueue(ctx, device, properties=queue.properties) if overlap else queue
 
-    def enqueue(self, g, slot=0, inverse=None, trace=None):
+    def enqueue(self, g, slot=0, inverse=None, trace=None, fresh=True):
         """Factor g (k x k, stride k) in place; L^-1 into `inverse` when given.
-        `status(slot)` reads the pivots afterwards."""
+        `status(slot)` reads the pivots afterwards: with fresh=False, the slot's
+        failure flag is not cleared first, so it reports this factorisation and
+        the slot's earlier ones since the last fresh one."""
         q, i32, k, cb = self.queue, np.int32, self.k, self.CB
         if slot not in (0, 1):
             raise ValueError(f"slot must be 0 or 1, got {slot!r}")
@@ -99,7 +101,8 @@ class DeviceCholesky:
                 inputs.buffer(name, buf, 8 * k * k)
         trace = [] if trace is None else trace
         diag, flag = self.diag[slot], self.flag[slot]
-        cl.enqueue_fill_buffer(q, flag, np.int32(0), 0, 4)
+        if fresh:
+            cl.enqueue_fill_buffer(q, flag, np.int32(0), 0, 4)
         self._side = []                          # the inverse's last launch on the side queue
         if inverse is not None:
             # after everything the queue holds so far (an earlier run may still read `inverse`)

@@ -32,7 +32,7 @@ CholeskyQR2 part receives a Q1 whose estimate is above u^-1/2, they raise
 ConditionError: never a wrong Q. Both take CholeskyQR2's keywords (tile shapes, mma,
 ...) and its call style (upload, enqueue, settle, r, factor_buffer, r_factor, method,
 cond_estimate, reason), so measure.time_factor times them as it times CholeskyQR2.
-`reference_*`: the same algorithms in NumPy float64, for the tests."""
+shifted_reference: the same algorithms in NumPy float64, for the tests."""
 import numpy as np
 import pyopencl as cl
 
@@ -67,6 +67,18 @@ def predicted_q1_condition(a):
     return float(big / small)
 
 
+def planned_shifts(est, m, n, limit=LIMIT):
+    """The shifted passes that take a finite condition estimate `est` of an m x n
+    matrix to at most `limit` (at least one, and one where est is not finite): each
+    divides κ by at least 1 / sqrt(n shift_coefficient(m, n)), as κ(Q1) is about
+    κ(X) sqrt(s) / ||X||₂ and ||X||_F² <= n ||X||₂² (a bound: the estimate read after
+    them checks it)."""
+    c = np.sqrt(n * shift_coefficient(m, n))
+    if not (np.isfinite(est) and est > limit and c < 1):
+        return 1
+    return max(1, int(np.ceil(np.log(est / limit) / -np.log(c))))
+
+
 def product_flops(m, cols, shifts=1):
     """The useful flops of the products over all m rows with `shifts` shifted passes
     before CholeskyQR2 (measure.product_flops' count: m C (C + 1) for each Gram
@@ -74,61 +86,6 @@ def product_flops(m, cols, shifts=1):
     shifted CholeskyQR3 has five products over the rows where CholeskyQR2 has three."""
     c, big = int(cols), 3 + 2 * int(shifts)
     return big * m * c * (c + 1) + (1 + shifts) * c * (c + 1) * (c + 2) / 3
-
-
-# ---- NumPy float64 references ----------------------------------------------------
-
-def _chol(g):
-    try:
-        return np.linalg.cholesky(g).T
-    except np.linalg.LinAlgError as err:
-        raise ConditionError(f"a Cholesky factorisation broke down ({err})") from None
-
-
-def _solve(x, r):
-    return np.linalg.solve(r.T, x.T).T
-
-
-def kappa_f(r):
-    """||R||_F ||R^-1||_F of an upper-triangular R (NumPy): the estimate's formula."""
-    return float(np.linalg.norm(r) * np.linalg.norm(np.linalg.inv(r)))
-
-
-def reference(a, shifts=1, passes=2):
-    """(Q, R) by `shifts` shifted CholeskyQR passes, then `passes` plain ones, in NumPy
-    float64: shifts=0 is CholeskyQR2 (passes=1 CholeskyQR), shifts=1 shifted CholeskyQR3.
-    Raises ConditionError where a Cholesky factorisation breaks down."""
-    x = np.asarray(a, np.float64)
-    m, n = x.shape
-    r = np.eye(n)
-    for p in range(shifts + passes):
-        g = x.T @ x
-        if p < shifts:
-            g = g + shift_coefficient(m, n) * np.trace(g) * np.eye(n)
-        rp = _chol(g)
-        x, r = _solve(x, rp), rp @ r
-    return x, r
-
-
-def reference_chosen(a, limit=LIMIT, max_shifts=MAX_SHIFTS):
-    """(Q, R, shifts) by Chosen's rule in NumPy float64."""
-    x = np.asarray(a, np.float64)
-    m, n = x.shape
-    r, shifts = np.eye(n), 0
-    while True:
-        g = x.T @ x
-        try:
-            est = kappa_f(np.linalg.cholesky(g).T)
-        except np.linalg.LinAlgError:
-            est = np.inf
-        if est <= limit:
-            q, r2 = reference(x, 0, 2)
-            return q, r2 @ r, shifts
-        shifts += 1
-        if shifts > max_shifts:
-            raise ConditionError(f"still above the limit after {max_shifts} shifts")
-        rp = _chol(g + shift_coefficient(m, n) * np.trace(g) * np.eye(n))
-        x, r = _solve(x, rp), rp @ r
 
 
 # ---- the device ---------------------------------------------------------------------
@@ -302,48 +259,66 @@ class Shifted3(_Passes):
 class Chosen(_Passes):
     """CholeskyQR2 or shifted CholeskyQR, chosen from the estimate κ_F of each pass's
     unshifted Cholesky factor (the module's note): `enqueue` runs the first pass and
-    reads the estimate (one wait for the device), shifts while it is above `limit`
-    (at most `max_shifts` times), then enqueues CholeskyQR2 on the current Q. After
-    `settle`: method ("CholeskyQR2", "shifted CholeskyQR3", "shifted CholeskyQR4", ...),
-    reason (why), cond_estimate (κ_F of A's own factor, inf where its Cholesky broke
-    down), estimates (one per pass that estimated), shifts. Where CholeskyQR2 is
-    chosen, the trace holds CholeskyQR2's launches in its order (measure.phases reads
-    it); the Gram's copy, kept for a shift, and the estimate's two `column_squares`
-    launches are the only other device work (inside the timed span, off the trace)."""
+    reads the estimate (one wait for the device). Above `limit` it shifts; from the
+    first finite estimate on, it enqueues the shifts that `planned_shifts` predicts,
+    with no estimate and no wait between them, then CholeskyQR2 on the last Q, and
+    `settle` reads the estimate of that Q's own factor: where it is above the limit
+    (the prediction fell short), the whole factorisation runs again with a wait after
+    every pass (at most `max_shifts` shifts either way). After `settle`: method
+    ("CholeskyQR2", "shifted CholeskyQR3", "shifted CholeskyQR4", ...), reason (why),
+    cond_estimate (κ_F of A's own factor, inf where its Cholesky broke down),
+    estimates (one per pass that estimated), shifts, predicted (the shifts run without
+    a wait). Where CholeskyQR2 is chosen, the trace holds CholeskyQR2's launches in
+    its order (measure.phases reads it); the Gram's copy, kept for a shift, and the
+    estimate's two `column_squares` launches are the only other device work (inside
+    the timed span, off the trace)."""
 
     def __init__(self, ctx, queue, cols, limit=LIMIT, max_shifts=MAX_SHIFTS, **options):
         super().__init__(ctx, queue, cols, **options)
         self.limit, self.max_shifts = float(limit), int(max_shifts)
+        self.predicted = 0
 
-    def enqueue(self, buf, m, trace=None):
+    def enqueue(self, buf, m, trace=None, predict=True):
         m = self._rows(buf, m)
         trace = [] if trace is None else trace
         self._buffers(m)
-        self.method, self.used, self.shifts, self.estimates = None, [], 0, []
-        x, gs, i = buf, [], 0
+        self._input, self._deferred = (buf, m), False
+        self.method, self.used, self.shifts, self.estimates, self.predicted = None, [], 0, [], 0
+        x, gs, i, plan = buf, [], 0, 0
         while True:
             g = self._g(i)
             self.cq.enqueue_gram(x, m, g, trace)
-            cl.enqueue_copy(self.queue, self.Gs, g)                   # kept for a shift
-            self._factor(g, 0, self.cq.E, trace)
-            self._estimate(g, [])                                     # not CholeskyQR2's: off the trace
-            prior_ok = all(self._status(s) for s in self.used[:-1])
-            ok = self._status(0)
-            est = self._read_estimate() if ok else np.inf
-            self.estimates.append(est)
-            if not prior_ok:
-                raise ConditionError("a shifted Cholesky factorisation broke down: A is too ill-conditioned "
-                                     "for shifted CholeskyQR")
-            if est <= self.limit:
-                break
-            self.shifts += 1
-            if self.shifts > self.max_shifts:
-                raise ConditionError(f"the condition estimate is still {est:.1e} after {self.max_shifts} "
-                                     f"shifted pass(es), above {self.limit:.0e}: A is too ill-conditioned")
-            cl.enqueue_copy(self.queue, g, self.Gs)
+            if not plan:
+                if not self.predicted:
+                    cl.enqueue_copy(self.queue, self.Gs, g)           # kept for a shift
+                self._factor(g, 0, self.cq.E, trace)
+                self._estimate(g, [])                                 # not CholeskyQR2's: off the trace
+                if self.predicted:              # the predicted shifts ran: settle reads this estimate
+                    self._deferred = True
+                    break
+                prior_ok = all(self._status(s) for s in self.used[:-1])
+                ok = self._status(0)
+                est = self._read_estimate() if ok else np.inf
+                self.estimates.append(est)
+                if not prior_ok:
+                    raise ConditionError("a shifted Cholesky factorisation broke down: A is too ill-conditioned "
+                                         "for shifted CholeskyQR")
+                if est <= self.limit:
+                    break
+                if self.shifts >= self.max_shifts:
+                    raise ConditionError(f"the condition estimate is still {est:.1e} after {self.max_shifts} "
+                                         f"shifted pass(es), above {self.limit:.0e}: A is too ill-conditioned")
+                plan = 1
+                if predict and np.isfinite(est):
+                    plan = min(planned_shifts(est, m, self.C, self.limit), self.max_shifts - self.shifts)
+                    self.predicted = plan
+                cl.enqueue_copy(self.queue, g, self.Gs)
+                self.used = []
+            fresh = not self.used                   # the predicted shifts' failures add up in slot 1
+            plan, self.shifts = plan - 1, self.shifts + 1
             self._shift(g, m, trace)
-            self.used = []
-            self._factor(g, 1, self.cq.E, trace)
+            self.chols[0].enqueue(g, 1, self.cq.E, trace, fresh=fresh)
+            self.used = [1]
             gs.append(g)
             out = self.X[i % 2]
             self._q(x, m, out, trace)
@@ -354,16 +329,23 @@ class Chosen(_Passes):
         self._q(x, m, out, trace)
         g2 = self._g(i + 1)
         self.cq.enqueue_gram(out, m, g2, trace)
-        self.used = [0]
+        self.used = self.used if self._deferred else [0]      # (deferred: the shifts' slot and x's)
         self._factor(g2, 2, None, trace)
         gs.append(g2)
         self._last = (out, g2)
         self._product(gs, trace)
 
     def settle(self, buf=None, m=None, trace=None):
+        if self._deferred:
+            self._deferred = False
+            est = self._read_estimate() if self._status(0) else np.inf
+            self.estimates.append(est)
+            if not est <= self.limit:         # the prediction fell short: again, a wait after each pass
+                self.enqueue(*self._input, trace, predict=False)
+                return self.settle(trace=trace)
         if not all(self._status(s) for s in self.used):
             self.method = None
-            raise ConditionError("the last Cholesky factorisation broke down: A is too ill-conditioned")
+            raise ConditionError("a Cholesky factorisation broke down: A is too ill-conditioned")
         self.cond_estimate = self.estimates[0]
         first = ("A's own Cholesky factorisation broke down" if not np.isfinite(self.cond_estimate)
                  else f"κ(A) is about {self.cond_estimate:.1e}, above {self.limit:.0e}")
@@ -375,6 +357,8 @@ class Chosen(_Passes):
             after = ", then ".join(f"{e:.1e}" for e in self.estimates[1:])
             self.reason = (f"{first}; after {self.shifts} shifted "
                            f"pass{'es' if self.shifts > 1 else ''} the estimate is {after}")
+            if self.predicted > 1:
+                self.reason += f" ({self.predicted} shifts predicted from one estimate)"
         return self.method
 
 
