@@ -269,8 +269,8 @@ class CholeskyQR2(Factors):
             trace.append(("tiles: Gram", self.products(q, EDGE_ROWS, buf, main, c, buf, 0, c, out, main * c, c,
                                                       edge, c, 0, m, k_chunk=self.chunk, c_stride=c * c)))
         if chunks > 1:
-            trace.append(("sum_chunks", launch.enqueue(q, self.k["sum_chunks"], (c * c,), (256,), self.part,
-                                                       np.int32(chunks), np.int32(c * c), np.int32(c * c), g,
+            sums = (self.part, np.int32(chunks), np.int32(c * c), np.int32(c * c), g)
+            trace.append(("sum_chunks", launch.enqueue(q, self.k["sum_chunks"], (c * c,), (256,), *sums,
                                                        bound=self.products.bound)))
 
     def _banded(self, name, a, lda, b, out, rows, trace, **kw):
@@ -331,8 +331,7 @@ class CholeskyQR2(Factors):
         across = self.reads_a_across
         for src, rows, dst in ((self.E, c, self.Rinv),) + (() if across else ((x, m, self.At),)):
             trace.append(("transpose_rows", self.products.launch(
-                self.queue, self.k["transpose_rows"], launch.global_size((c, rows), tt), tt, src,
-                np.int32(rows), dst)))
+                self.queue, self.k["transpose_rows"], launch.global_size((c, rows), tt), tt, src, np.int32(rows), dst)))
         if across:
             self._banded("tiles: Q1 = A R1^-1", x, c, self.Rinv, out, lambda j1: m, trace, a_trans=True)
         else:
