@@ -41,7 +41,7 @@ def main():
             times = []
             for rep in range(12):
                 cl.enqueue_copy(queue, g, g0)
-                args = (g, i32(CB), i32(0), i32(CB), diag, flag, linv) + ((stamps,) if stamped else ())
+                args = (g, i32(CB), i32(0), i32(CB), diag, flag, i32(1), linv) + ((stamps,) if stamped else ())
                 ev = kern(queue, (wg,), (wg,), *args)
                 ev.wait()
                 if rep >= 2:

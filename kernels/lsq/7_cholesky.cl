@@ -6,13 +6,14 @@
 //               to G's lower triangle, L11' (= R's block) to its upper, the
 //               pivots to diag, M to linv (below), and flag[0] = 1 where a
 //               pivot is not positive and finite (G is not numerically
-//               positive definite: the host falls back)
+//               positive definite: the host falls back); with reset, it
+//               first sets flag[0] = 0 (the first block of a factorisation)
 //   chol_rows   each work-item takes one row i below the block: it solves
 //               x L11' = G[i, j0..j0+w) and writes x to
 //               row i (L21) and to column i of the block's rows (R12)
 //   (the host)  the trailing lower triangle -= L21 L21', a register-tiled
 //               product that reads R12, whose rows are contiguous
-//   chol_cols   for R^-1 when asked: E starts as the identity, and the same
+//   chol_cols   for R^-1 when asked: E starts as the identity (`identity`), and the same
 //               elimination applied to it leaves L^-1 in E. Each work-item
 //               takes one column of E's block rows and solves L11 x = b;
 //               the host then subtracts L21 x from the rows below (another
@@ -59,10 +60,12 @@
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void chol_diag(
         __global double *restrict g, const int ld, const int j0, const int w,
         __global double *restrict diag, __global int *restrict flag,
-        __global double *restrict linv STAMP_ARG)
+        const int reset, __global double *restrict linv STAMP_ARG)
 {
     __local double a[CB * LDL];
     const int lid = get_local_id(0);
+    if (reset && lid == 0)    // the work-item that sets it on a bad pivot, so in order
+        flag[0] = 0;
     STAMP(0);
 #if DIAG_REGS
     // work-item lid holds column lid % CB of rows lid / CB, + RS, + 2 RS, ... in
@@ -279,12 +282,13 @@ __kernel void take_triangle(__global const double *restrict src,
                 (upper ? j >= i : j <= i) ? src[(size_t)i * ld + j] : 0.0;
 }
 
-// The identity's diagonal (the rest of e was zeroed by the host).
-__kernel void unit_diagonal(__global double *restrict e, const int ld, const int k)
+// e = the k x k identity (where the inverse's elimination starts), one
+// work-item per entry, neighbours along a row.
+__kernel void identity(__global double *restrict e, const int ld, const int k)
 {
-    const int i = get_global_id(0);
-    if (i < k)
-        e[(size_t)i * ld + i] = 1.0;
+    const int j = get_global_id(0), i = get_global_id(1);
+    if (i < k && j < k)
+        e[(size_t)i * ld + j] = i == j ? 1.0 : 0.0;
 }
 
 // Shifted CholeskyQR (gpubook.chapters.lsq.shifted): g's diagonal += coef *

@@ -71,7 +71,7 @@ class DeviceCholesky:
         wg = launch.largest(device, DIAG_WORK_ITEMS, lambda s: 8 * self.CB * (self.CB + 1))
         while True:
             self.kern = {name: kernel(ctx, PATH, name, {"CB": self.CB, "WG": wg})
-                         for name in ("chol_diag", "chol_rows", "chol_cols", "take_triangle", "unit_diagonal")}
+                         for name in ("chol_diag", "chol_rows", "chol_cols", "take_triangle", "identity")}
             if launch.why_not(device, wg, kern=self.kern["chol_diag"]) is None or wg == 1:
                 break
             wg //= 2
@@ -101,21 +101,17 @@ class DeviceCholesky:
                 inputs.buffer(name, buf, 8 * k * k)
         trace = [] if trace is None else trace
         diag, flag = self.diag[slot], self.flag[slot]
-        if fresh:
-            cl.enqueue_fill_buffer(q, flag, np.int32(0), 0, 4)
         self._side = []                          # the inverse's last launch on the side queue
         if inverse is not None:
             # after everything the queue holds so far (an earlier run may still read `inverse`)
             after = [cl.enqueue_marker(q)] if self.side is not q else None
-            self._side = [cl.enqueue_fill_buffer(self.side, inverse, np.float64(0), 0, 8 * k * k,
-                                                 wait_for=after)]
-            self._side = [launch.enqueue(self.side, self.kern["unit_diagonal"], (k,), (256,), inverse, i32(k),
-                                         i32(k), wait_for=self._side, bound=self.products.bound)]
+            self._side = [launch.enqueue(self.side, self.kern["identity"], (k, k), (64, 4), inverse, i32(k),
+                                         i32(k), wait_for=after, bound=self.products.bound)]
         pb = cb * self.panel
         for p0 in range(0, k, pb):
             pend = min(k, p0 + pb)
             for j0 in range(p0, pend, cb):
-                self._block(j0, min(cb, k - j0), pend, g, diag, flag, inverse, trace)
+                self._block(j0, min(cb, k - j0), pend, g, diag, flag, fresh and j0 == 0, inverse, trace)
             if pend < k:                         # the panel's columns, all at once, on the rest
                 rest, r12 = k - pend, p0 * k + pend
                 if inverse is not None:          # L21 is final: later launches write below the panel
@@ -133,14 +129,15 @@ class DeviceCholesky:
         trace.append(launched)
         self._side = [launched[1]]
 
-    def _block(self, j0, w, pend, g, diag, flag, inverse, trace):
+    def _block(self, j0, w, pend, g, diag, flag, reset, inverse, trace):
         """Factor the block of columns [j0, j0 + w) of a panel that ends at pend:
         its diagonal block, the rows below it, and the update of the panel's
-        columns after it (the rest of the matrix waits for the panel's end)."""
+        columns after it (the rest of the matrix waits for the panel's end).
+        reset: chol_diag clears the failure flag first."""
         q, i32, k, bound = self.queue, np.int32, self.k, self.products.bound
         rest, linv = k - j0 - w, self.linv[j0 // self.CB]
         trace.append(("chol_diag", self.products.launch(q, self.kern["chol_diag"], (self.wg,), (self.wg,), g,
-                                                        i32(k), i32(j0), i32(w), diag, flag, linv)))
+                                                        i32(k), i32(j0), i32(w), diag, flag, i32(reset), linv)))
         if rest:
             trace.append(("chol_rows", launch.enqueue(q, self.kern["chol_rows"], (rest,), (64,), g, i32(k),
                                                       i32(j0), i32(k), linv, bound=bound)))
@@ -159,6 +156,13 @@ class DeviceCholesky:
             trace.append(("tiles: trailing -= L21 L21'", self.products(
                 q, self.update_shape, g, r12, k, g, r12, k, g, (j0 + w) * k + j0 + w, k,
                 rest, inside, 0, w, alpha=-1.0, accumulate=True)))
+
+    def ok(self, slot=0):
+        """True when every pivot of the slot's factorisation was positive and finite:
+        its failure flag alone, one read (chol_diag flags a NaN or infinite pivot too)."""
+        flag = np.zeros(1, np.int32)
+        cl.enqueue_copy(self.queue, flag, self.flag[slot])
+        return not flag[0]
 
     def status(self, slot=0):
         """(True when every pivot was positive and finite, R's diagonal)."""

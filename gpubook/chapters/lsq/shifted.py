@@ -180,7 +180,7 @@ class _Passes(cholqr.Factors):
         return est if np.isfinite(est) else np.inf
 
     def _status(self, slot):
-        return self.chols[slot // 2].status(slot % 2)[0]
+        return self.chols[slot // 2].ok(slot % 2)
 
     def _q(self, x, m, out, trace):
         """out = x R^-1, with R^-T in E: CholeskyQR2's own (enqueue_q)."""
