@@ -23,7 +23,9 @@ at most n times it). `Chosen` factors A unshifted first; where the estimate is a
 float64's digits, a margin of ten below u^-1/2 ≈ 9.5e7) it finishes by CholeskyQR2,
 else it shifts and estimates again on the new Q, up to `max_shifts` times: one shift
 is shifted CholeskyQR3, two are shifted CholeskyQR4 (needed where κ(A) sqrt(s) /
-||A||₂ is itself above the limit, κ(A) near 1e13 and beyond at 2,000 × 50).
+||A||₂ is itself above the limit, κ(A) near 1e13 and beyond at 2,000 × 50). Each
+estimate read is a wait for the device, so from the first finite one the shifts still
+needed are predicted (`planned_shifts`) and run before the next read.
 
 Neither class forms Q: as CholeskyQR2, they give R, and `q()` forms Q = X R_last^-1 on
 the host in float64 from the last pass's input X and its R (gpubook.orthogonality).
