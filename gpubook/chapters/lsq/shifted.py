@@ -163,9 +163,10 @@ class _Passes(cholqr.Factors):
             self.queue, self.k["shift_diagonal"], (wg,), (wg,), g, np.int32(self.C), np.int32(self.C),
             np.float64(shift_coefficient(m, self.C)), bound=self.cq.products.bound)))
 
-    def _factor(self, g, slot, inverse, trace):
-        self.chols[slot // 2].enqueue(g, slot % 2, inverse, trace)
-        self.used.append(slot)
+    def _factor(self, g, slot, inverse, trace, fresh=True):
+        self.chols[slot // 2].enqueue(g, slot % 2, inverse, trace, fresh)
+        if slot not in self.used:
+            self.used.append(slot)
 
     def _estimate(self, g, trace):
         """Enqueue the two norms of the factor in g (upper) and its inverse (E, lower)."""
@@ -278,7 +279,7 @@ class Chosen(_Passes):
     def __init__(self, ctx, queue, cols, limit=LIMIT, max_shifts=MAX_SHIFTS, **options):
         super().__init__(ctx, queue, cols, **options)
         self.limit, self.max_shifts = float(limit), int(max_shifts)
-        self.predicted = 0
+        self.predicted, self._deferred = 0, False
 
     def enqueue(self, buf, m, trace=None, predict=True):
         m = self._rows(buf, m)
@@ -319,8 +320,7 @@ class Chosen(_Passes):
             fresh = not self.used                   # the predicted shifts' failures add up in slot 1
             plan, self.shifts = plan - 1, self.shifts + 1
             self._shift(g, m, trace)
-            self.chols[0].enqueue(g, 1, self.cq.E, trace, fresh=fresh)
-            self.used = [1]
+            self._factor(g, 1, self.cq.E, trace, fresh)
             gs.append(g)
             out = self.X[i % 2]
             self._q(x, m, out, trace)
