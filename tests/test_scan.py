@@ -141,6 +141,23 @@ def test_scan_shapes_fit_the_device():
                             ((128, 32), (512, 16)))[0] == [(128, 32)]
 
 
+def test_tile_shapes_fill_each_work_group_size_s_local_memory():
+    """The shapes come from the device's limits: at each work-group size, the most
+    items per work-item whose staged tile fits its local memory."""
+    from types import SimpleNamespace
+    from gpubook.chapters import scan
+    h200 = SimpleNamespace(name="H200", max_work_group_size=1024, local_mem_size=49152)
+    assert scan.tile_shapes(h200) == ([(128, 32), (256, 32), (512, 16), (1024, 8)], [])
+    llvmpipe = SimpleNamespace(name="llvmpipe", max_work_group_size=1024, local_mem_size=32768)
+    shapes, skipped = scan.tile_shapes(llvmpipe)
+    assert shapes == [(128, 32), (256, 16), (512, 8)]
+    assert skipped == [((1024, 8), "42,260 bytes of local memory requested; llvmpipe has 32,768")]
+    for wg, items in shapes:                  # the most that fit: twice the items would not
+        assert scan.scan_local_bytes(wg, items) <= 32768 < scan.scan_local_bytes(wg, 2 * items)
+    tiny = SimpleNamespace(name="tiny", max_work_group_size=64, local_mem_size=65536)
+    assert scan.tile_shapes(tiny)[0] == [(64, 32)]
+
+
 def test_scan_shapes_stand_in_when_none_fits():
     """A device of 64 work-items per group runs none of the chapter's shapes: the
     largest work-group that fits stands in, with the first shape's ITEMS."""

@@ -15,14 +15,10 @@ from ... import launch
 from ...timing import stats, sweep, time_events
 from .steps import (DEVICE_STEPS, LIST_STEPS, DeviceScan, ListFitness, Population,
                     ShuffleUnavailable, fitness_reference, list_sizes, make_population,
-                    order, scan_shapes)
+                    order, tile_shapes)
 
 SCAN_RTOL = 1e-5     # of the total: float32 sums of up to n positive floats
 POP_TOL = 1e-6
-# the tile shapes (WG, ITEMS) each step is timed at; the fastest is the step's. On an
-# H200 (2026-11-29, the single pass with warp shuffles at 2^28 floats) 256 x 32 ran at
-# 95% of chapter 0's copy rate, 512 x 16 at 93%, and 256 x 8 (which this replaced) at 77%.
-SHAPES = ((128, 32), (256, 16), (512, 16), (256, 32))
 
 
 def list_run(ctx, queue, device, scores, labels, n_list):
@@ -68,7 +64,11 @@ def device_run(ctx, queue, device, n_scan):
     src = cla.to_device(queue, host)
     dst = cla.empty_like(src)
     ref = np.cumsum(host, dtype=np.float64)
-    shapes, shapes_skipped = scan_shapes(device, SHAPES)
+    # each step is timed at each of the device's tile shapes (steps.tile_shapes), and the
+    # fastest is the step's: on an H200 (2026-11-29, the single pass with warp shuffles at
+    # 2^28 floats) 256 x 32 ran at 95% of chapter 0's copy rate, 512 x 16 at 93%, 1,024 x 8
+    # at 73%
+    shapes, shapes_skipped = tile_shapes(device)
     scans = {}
     for step in DEVICE_STEPS:
         for wg, items in shapes:

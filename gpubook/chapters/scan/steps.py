@@ -197,6 +197,18 @@ def scan_shapes(device, candidates, look=32):
     return ok, skipped
 
 
+def tile_shapes(device, sizes=(128, 256, 512, 1024), items=(32, 16, 8), look=32):
+    """The device-wide scans' tile shapes from the device's own limits, as scan_shapes
+    gives them: at each work-group size of `sizes`, the most items per work-item of
+    `items` whose staged tile fits its local memory (the largest tile it holds at that
+    size). On an H200 (48 KiB) they are 128 x 32, 256 x 32, 512 x 16 and 1,024 x 8."""
+    def most(wg):             # local memory alone (scan_shapes says where wg is too many)
+        return next((it for it in items
+                     if launch.why_not(device, 1, scan_local_bytes(wg, it, min(look, wg))) is None),
+                    items[-1])
+    return scan_shapes(device, [(wg, most(wg)) for wg in sizes], look)
+
+
 def single_pass_unavailable(device):
     """Why the single pass cannot run on this device, in one line, or None: its
     status words need 64-bit atomics (cl_khr_int64_base_atomics)."""
