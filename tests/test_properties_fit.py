@@ -10,7 +10,8 @@ from hypothesis import given, strategies as st
 
 from gpubook import logistic
 from gpubook.chapters import logreg as lr, lsq
-from gpubook.chapters.lsq import measure
+from gpubook.chapters.lsq import measure, shifted
+from gpubook.orthogonality import orthogonality
 from gpubook.chapters.scan import steps as sc
 from property_inputs import bounded, compared, finite_real, matrices, same_specials, sizes, tried, vectors
 
@@ -259,6 +260,45 @@ def test_tsqr(fits, data):
 @given(data=regression())
 def test_cholesky_qr2(fits, data):
     check_fit(fits, "CholeskyQR2", data)
+
+
+@pytest.fixture(scope="module")
+def chosen(env):
+    _, ctx, queue = env
+    return shifted.portable(ctx, queue, N + 1)
+
+
+@bounded(100)
+@given(data=sizes(0, 90).flatmap(lambda m: matrices(m, N + 1, exps=(-12, 12), offsets=(0.0, 1.0, 100.0))))
+def test_chosen_qr(chosen, data):
+    """Part 8.3's chosen method (CholeskyQR2 or shifted CholeskyQR): any input gives a
+    Q orthonormal to 1e-13 with Q R = A to 1e-13 of A, a ConditionError only where A
+    is numerically rank deficient (κ above 1e12 by NumPy's SVD), or a TypeError/
+    ValueError for what is not a real finite matrix of at least as many rows as
+    columns."""
+    tried("Chosen")
+    x, how = data
+    if not (x.dtype.kind in "biuf" and finite_real(x) and len(x) >= N + 1):
+        with pytest.raises(REFUSED):
+            chosen.r_factor(x)
+        return
+    a = np.asarray(x, np.float64)
+    try:
+        r = chosen.r_factor(x)
+    except shifted.ConditionError:
+        assert np.linalg.cond(a) > 1e12, (how, chosen.estimates)
+        return
+    q = chosen.q()
+    assert orthogonality(q) <= 1e-13, (how, chosen.method, orthogonality(q))
+    # Q1 = A R1^-1 multiplies by R1^-1 formed explicitly (for the products), which leaves
+    # Q R = A to about u κ(R1) (a triangular solve would give u): κ(R1) from A's singular
+    # values and the shift where the method shifted
+    sv = np.linalg.svd(a, compute_uv=False)
+    s = shifted.shift_coefficient(*a.shape) * float((sv ** 2).sum()) if chosen.shifts else 0.0
+    kappa_r1 = float(np.sqrt((sv[0] ** 2 + s) / (sv[-1] ** 2 + s))) if sv[-1] ** 2 + s > 0 else np.inf
+    residual = float(np.linalg.norm(q @ r - a) / np.linalg.norm(a))
+    assert residual <= 1e-13 + shifted.U * kappa_r1, (how, chosen.method, residual, kappa_r1)
+    compared("Chosen")
 
 
 @pytest.fixture(scope="module")
