@@ -2,7 +2,10 @@
 float64, as CholeskyQR2 (gpubook.chapters.lsq.cholqr) runs it twice: the diagonal
 blocks in one work-group each, the rows below them one work-item each, and the
 trailing updates as register-tiled (or FP64 tensor-core) products, with L^-1
-alongside when asked."""
+alongside when asked. That explicit inverse lets Q1 = A R1^-1 run as a product, at a
+price in accuracy: Q1 R1 = A then holds to about u κ(R1), not u as with a triangular
+solve (on a 200 x 13 matrix with a column 1e-6 from another, CholeskyQR2's Q R = A to
+1.1e-11 of ||A||, where its Gram check and ||Q'Q - I|| hold to rounding)."""
 import numpy as np
 import pyopencl as cl
 
