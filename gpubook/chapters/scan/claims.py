@@ -56,7 +56,10 @@ def items_exercise(times, groups):
 
 
 def look_exercise(times):
-    """Exercise 2: the single pass with look-back windows of 1, 4 and the widest ({LOOK: seconds})."""
+    """Exercise 2: the single pass with look-back windows of 1, 4 and the widest ({LOOK:
+    seconds}). Its one claim: a window of 4 gets most of what the widest gets. (Whether
+    the widest still pays beyond 4 depends on the tile shape: on an H200 it took 20% less
+    time than 4 at 512 x 16 and 2% less at 256 x 32, so it is printed, not claimed.)"""
     wide = max(times)
     saved = times[1] - times[wide]
     most = _said("scan_ex2_four_most", "saved > 0 and share > 0.5",
@@ -68,13 +71,7 @@ def look_exercise(times):
                  "The windows did not all run here", wide=wide, r4=times[4] / times[wide],
                  r1=times[1] / times[wide], saved=saved,
                  share=(times[1] - times[4]) / saved if saved > 0 else 0.0)
-    further = _said("scan_ex2_wider_pays", "r4 > 1.05",
-                    "The widest window was still {r4:.2f}× faster than 4: the tiles a work-group waits on "
-                    "reach further back than 4, and reading their flags at once saves round trips",
-                    "LOOK = 4 took {r4:.2f}× the time of the widest window, not more than 5% longer: "
-                    "4 tiles cover those a work-group waits on, and a wider window adds nothing",
-                    "The windows did not all run here", r4=times[4] / times[wide])
-    return most, further
+    return (most,)
 
 
 def device_reading(sp_s, rts_s, lib_s):
