@@ -182,6 +182,20 @@ def test_a_prediction_that_falls_short_runs_again_with_a_wait_per_pass(fp64_env,
     assert orthogonality(chosen.q()) <= 1e-13
 
 
+def test_a_prediction_capped_by_max_shifts_is_refused_not_returned(fp64_env):
+    """Two shifts needed (limit=100, κ = 1e8), one allowed: the prediction is capped,
+    the estimate read in settle is above the limit, and the run again with a wait per
+    pass refuses, as without the prediction: no R."""
+    _, ctx, queue = fp64_env
+    chosen = sh.Chosen(ctx, queue, 13, limit=100, max_shifts=1, **OPTS)
+    a = lm.conditioned(1003, 13, 1e8, seed=11)
+    with pytest.raises(sh.ConditionError, match="after 1 shifted pass"):
+        chosen.r_factor(a)
+    with pytest.raises(sh.ConditionError, match="after 1 shifts"):
+        ref.reference_chosen(a, limit=100, max_shifts=1)
+    assert chosen.method is None
+
+
 def test_a_failure_in_a_chain_of_factorisations_stays_flagged(fp64_env):
     """DeviceCholesky with fresh=False keeps its slot's flag: a broken factorisation
     before a good one is still reported (the predicted shifts' check)."""
