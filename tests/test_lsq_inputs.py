@@ -127,6 +127,9 @@ def test_counts_and_buffers_are_checked(paths):
         chol.enqueue(small)
     with pytest.raises(ValueError, match="slot must be 0 or 1"):
         chol.enqueue(paths["chol"].G1, slot=2)
+    for read in (chol.ok, chol.status):          # reading a slot that is not there
+        with pytest.raises(ValueError, match="slot must be 0 or 1, got -1"):
+            read(-1)
 
 
 def test_subset_search_refuses_bad_cross_products(paths):

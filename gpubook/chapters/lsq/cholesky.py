@@ -44,6 +44,13 @@ def diagonal_ratio(ok, diag):
     return float(d.max() / d.min()) if ok and d.min() > 0 else np.inf
 
 
+def _check_slot(slot):
+    """slot, where it names one of a DeviceCholesky's two (0 or 1), else a clear error."""
+    if slot not in (0, 1):
+        raise ValueError(f"slot must be 0 or 1, got {slot!r}")
+    return slot
+
+
 class DeviceCholesky:
     """G = L L' in place for a k x k float64 matrix on the device (its lower
     triangle is read): L in the lower triangle, R = L' in the upper, by
@@ -97,8 +104,7 @@ class DeviceCholesky:
         failure flag is not cleared first, so it reports this factorisation and
         the slot's earlier ones since the last fresh one."""
         q, i32, k, cb = self.queue, np.int32, self.k, self.CB
-        if slot not in (0, 1):
-            raise ValueError(f"slot must be 0 or 1, got {slot!r}")
+        _check_slot(slot)
         for name, buf in (("g", g), ("inverse", inverse)):
             if buf is not None:
                 inputs.buffer(name, buf, 8 * k * k)
@@ -164,13 +170,13 @@ class DeviceCholesky:
         """True when every pivot of the slot's factorisation was positive and finite:
         its failure flag alone, one read (chol_diag flags a NaN or infinite pivot too)."""
         flag = np.zeros(1, np.int32)
-        cl.enqueue_copy(self.queue, flag, self.flag[slot])
+        cl.enqueue_copy(self.queue, flag, self.flag[_check_slot(slot)])
         return not flag[0]
 
     def status(self, slot=0):
         """(True when every pivot was positive and finite, R's diagonal)."""
         flag, diag = np.zeros(1, np.int32), np.empty(self.k)
-        cl.enqueue_copy(self.queue, flag, self.flag[slot])
+        cl.enqueue_copy(self.queue, flag, self.flag[_check_slot(slot)])
         cl.enqueue_copy(self.queue, diag, self.diag[slot])
         return not flag[0] and bool(np.all(np.isfinite(diag))), diag
 
