@@ -231,6 +231,15 @@ def test_bad_input_is_refused_clearly(odd, monkeypatch, fp64_env):
         three.r_factor(lm.conditioned(1003, 13, 1e16, seed=2))
     with pytest.raises(sh.ConditionError):
         ref.reference(lm.conditioned(1003, 13, 1e12, seed=2), shifts=0)
+    # the choice's own knobs: a positive limit (inf for none), a whole number of shifts
+    for limit in (0, -1.0, np.nan, -np.inf):
+        with pytest.raises(ValueError, match="limit"):
+            sh.Chosen(ctx, queue, 13, limit=limit, **OPTS)
+    with pytest.raises(ValueError, match="max_shifts must be at least 0"):
+        sh.Chosen(ctx, queue, 13, max_shifts=-1, **OPTS)
+    for shifts in (2.5, True):
+        with pytest.raises(TypeError, match="max_shifts must be an integer"):
+            sh.Chosen(ctx, queue, 13, max_shifts=shifts, **OPTS)
 
     def no_fp64(device):
         raise RuntimeError("this device has no double precision")

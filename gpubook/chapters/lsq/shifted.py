@@ -45,7 +45,7 @@ import pyopencl as cl
 from ... import launch
 from ...kernels import kernel
 from ...orthogonality import q_from_r
-from . import cholqr
+from . import cholqr, inputs
 from .tsqr import checked, checked_rows_buffer
 
 U = 2.0 ** -53                      # float64's unit roundoff
@@ -281,8 +281,11 @@ class Chosen(_Passes):
     the timed span, off the trace)."""
 
     def __init__(self, ctx, queue, cols, limit=LIMIT, max_shifts=MAX_SHIFTS, **options):
+        limit = inputs.scalar("limit", limit) if limit != np.inf else np.inf
+        if not limit > 0:
+            raise ValueError(f"limit must be a positive condition number (inf for none), got {limit!r}")
+        self.limit, self.max_shifts = limit, inputs.count("max_shifts", max_shifts, 0)
         super().__init__(ctx, queue, cols, **options)
-        self.limit, self.max_shifts = float(limit), int(max_shifts)
         self.predicted, self._deferred = 0, False
 
     def enqueue(self, buf, m, trace=None, predict=True):
