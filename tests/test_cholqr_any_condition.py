@@ -144,6 +144,9 @@ def test_cholesky_qr2_as_chosen_is_cholesky_qr2_and_times_like_it(odd, fp64_env)
 def test_planned_shifts_divide_the_estimate_by_the_bound_of_each_shift():
     c = np.sqrt(13 * sh.shift_coefficient(1003, 13))
     assert sh.planned_shifts(np.inf, 1003, 13) == 1 and sh.planned_shifts(5.0, 1003, 13, limit=10) == 1
+    for limit in (0.0, -1.0, np.nan):
+        with pytest.raises(ValueError, match="limit must be a positive"):
+            sh.planned_shifts(1e8, 1003, 13, limit=limit)
     for est in (1e8, 1e12, 1e20):
         p = sh.planned_shifts(est, 1003, 13, limit=10)
         assert est * c ** p <= 10 < est * c ** (p - 1)

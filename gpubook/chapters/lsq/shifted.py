@@ -79,6 +79,8 @@ def planned_shifts(est, m, n, limit=LIMIT):
     divides κ by at least 1 / sqrt(n shift_coefficient(m, n)), as κ(Q1) is about
     κ(X) sqrt(s) / ||X||₂ and ||X||_F² <= n ||X||₂² (a bound: the estimate read after
     them checks it)."""
+    if not limit > 0:
+        raise ValueError(f"limit must be a positive condition number, got {limit!r}")
     c = np.sqrt(n * shift_coefficient(m, n))
     if not (np.isfinite(est) and est > limit and c < 1):
         return 1
