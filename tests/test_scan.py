@@ -156,6 +156,9 @@ def test_tile_shapes_fill_each_work_group_size_s_local_memory():
         assert scan.scan_local_bytes(wg, items) <= 32768 < scan.scan_local_bytes(wg, 2 * items)
     tiny = SimpleNamespace(name="tiny", max_work_group_size=64, local_mem_size=65536)
     assert scan.tile_shapes(tiny)[0] == [(64, 32)]
+    for sizes, items in (((), (8,)), ((128,), ()), ((0,), (8,)), ((128,), (0,))):
+        with pytest.raises(ValueError, match="tile_shapes needs"):
+            scan.tile_shapes(h200, sizes, items)
 
 
 def test_scan_shapes_stand_in_when_none_fits():
