@@ -202,14 +202,12 @@ def tile_shapes(device, sizes=(128, 256, 512, 1024), items=(32, 16, 8), look=32)
     gives them: at each work-group size of `sizes`, the most items per work-item of
     `items` whose staged tile fits its local memory (the largest tile it holds at that
     size). On an H200 (48 KiB) they are 128 x 32, 256 x 32, 512 x 16 and 1,024 x 8."""
-    if not sizes or not items or min(min(sizes), min(items)) < 1:
-        raise ValueError(f"tile_shapes needs work-group sizes and items of at least 1, got {sizes!r} "
-                         f"and {items!r}")
+    if not (sizes and items and min(*sizes, *items) >= 1):
+        raise ValueError(f"tile_shapes needs work-group sizes and items of at least 1, got {sizes!r}, {items!r}")
 
     def most(wg):             # local memory alone (scan_shapes says where wg is too many)
-        return next((it for it in items
-                     if launch.why_not(device, 1, scan_local_bytes(wg, it, min(look, wg))) is None),
-                    items[-1])
+        fits = [it for it in items if launch.why_not(device, 1, scan_local_bytes(wg, it, min(look, wg))) is None]
+        return fits[0] if fits else items[-1]
     return scan_shapes(device, [(wg, most(wg)) for wg in sizes], look)
 
 
