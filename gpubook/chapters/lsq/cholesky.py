@@ -175,10 +175,9 @@ class DeviceCholesky:
 
     def status(self, slot=0):
         """(True when every pivot was positive and finite, R's diagonal)."""
-        flag, diag = np.zeros(1, np.int32), np.empty(self.k)
-        cl.enqueue_copy(self.queue, flag, self.flag[_check_slot(slot)])
+        ok, diag = self.ok(slot), np.empty(self.k)
         cl.enqueue_copy(self.queue, diag, self.diag[slot])
-        return not flag[0] and bool(np.all(np.isfinite(diag))), diag
+        return ok and bool(np.all(np.isfinite(diag))), diag
 
     def triangle(self, src, dst, upper, trace=None):
         """dst = the upper (or lower) triangle of src, zeros elsewhere."""

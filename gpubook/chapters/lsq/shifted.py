@@ -73,14 +73,20 @@ def predicted_q1_condition(a):
     return float(big / small)
 
 
+def checked_limit(limit):
+    """A condition-number limit as a float: positive, inf for none, or a clear error."""
+    if isinstance(limit, (int, float, np.number)) and not limit > 0:     # NaN, -inf, 0 and below
+        raise ValueError(f"limit must be a positive condition number (inf for none), got {limit!r}")
+    return np.inf if limit == np.inf else inputs.scalar("limit", limit)
+
+
 def planned_shifts(est, m, n, limit=LIMIT):
     """The shifted passes that take a finite condition estimate `est` of an m x n
     matrix to at most `limit` (at least one, and one where est is not finite): each
     divides κ by at least 1 / sqrt(n shift_coefficient(m, n)), as κ(Q1) is about
     κ(X) sqrt(s) / ||X||₂ and ||X||_F² <= n ||X||₂² (a bound: the estimate read after
     them checks it)."""
-    if not limit > 0:
-        raise ValueError(f"limit must be a positive condition number, got {limit!r}")
+    limit = checked_limit(limit)
     c = np.sqrt(n * shift_coefficient(m, n))
     if not (np.isfinite(est) and est > limit and c < 1):
         return 1
@@ -283,10 +289,7 @@ class Chosen(_Passes):
     the timed span, off the trace)."""
 
     def __init__(self, ctx, queue, cols, limit=LIMIT, max_shifts=MAX_SHIFTS, **options):
-        limit = inputs.scalar("limit", limit) if limit != np.inf else np.inf
-        if not limit > 0:
-            raise ValueError(f"limit must be a positive condition number (inf for none), got {limit!r}")
-        self.limit, self.max_shifts = limit, inputs.count("max_shifts", max_shifts, 0)
+        self.limit, self.max_shifts = checked_limit(limit), inputs.count("max_shifts", max_shifts, 0)
         super().__init__(ctx, queue, cols, **options)
         self.predicted, self._deferred = 0, False
 
