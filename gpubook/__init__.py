@@ -28,7 +28,7 @@ from .plot import new_figure, plot_sweep, plot_time_bars
 from .records import device_slug, load_results, other_devices, record, recorded_limits
 from .resources import arch_limits, kernel_resources, occupancy, ptx_lines, resource_table
 from .scale import scale
-from .show import answer, folded, glue, markdown_table, show_code
+from .show import answer, counted, folded, glue, markdown_table, show_code
 from .tiles import TileError, label as tile_label
 from .timing import Timing, event_seconds, stats, sweep, table, time_events
 from .capture import arm_from_environment as _arm_capture
@@ -45,6 +45,6 @@ __all__ = [
     "new_figure", "plot_sweep", "plot_time_bars", "TileError", "tile_label",
     "device_slug", "load_results", "other_devices", "record", "recorded_limits",
     "arch_limits", "kernel_resources", "occupancy", "ptx_lines", "resource_table",
-    "scale", "answer", "folded", "glue", "markdown_table", "show_code", "host_baseline", "claim",
+    "scale", "answer", "counted", "folded", "glue", "markdown_table", "show_code", "host_baseline", "claim",
     "Timing", "event_seconds", "stats", "sweep", "table", "time_events",
 ]

@@ -278,11 +278,11 @@ def _cell(key, value):
 def folded(rows_table, title=None):
     """A table of `table` in a dropdown (gpubook.show.folded): the counters support a
     step's cause, which its claim states on the page."""
-    from .show import folded as fold, markdown_table
+    from .show import counted, folded as fold, markdown_table
 
     kernels = len(rows_table) - 1
     return fold(markdown_table(rows_table),
-                title or f"The counters, kernel by kernel ({kernels} kernel{'s' * (kernels != 1)})")
+                title or f"The counters, kernel by kernel ({counted(kernels, 'kernel')})")
 
 
 def _reason(why):

@@ -16,6 +16,12 @@ def markdown_table(rows, header=True):
     return Markdown("\n".join(lines))
 
 
+def counted(n, noun, plural=None):
+    """"1 device", "2 devices", "0 devices": a count with its noun, plural unless
+    it is exactly one (`plural` for a noun that takes more than an s)."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
 def folded(body, title):
     """Markdown (a Markdown object or text) in a dropdown the reader opens: a table or
     a listing that supports the page's point without being it. The page's own

@@ -77,3 +77,28 @@ def test_host_baseline_never_raises(monkeypatch):
 def test_short_versions():
     assert host._short_version("0.3.31.188.0") == "0.3.31"
     assert host._short_version("2024.1") == "2024.1"
+
+
+@pytest.mark.parametrize("n, noun, plural, text", [
+    (1, "device", None, "1 device"),
+    (2, "device", None, "2 devices"),
+    (0, "task", None, "0 tasks"),
+    (1_024, "block", None, "1,024 blocks"),
+    (2, "worker process", "worker processes", "2 worker processes"),
+    (1, "worker process", "worker processes", "1 worker process"),
+])
+def test_counted_says_one_or_many(n, noun, plural, text):
+    assert gb.counted(n, noun, plural) == text
+
+
+def test_no_shown_count_hedges_its_plural():
+    """A count in a code cell's text names its noun for that count, not "device(s)"."""
+    import nbformat
+
+    from gpubook.paths import ROOT
+
+    hedged = re.compile(r"\{[^}]+\}[^\"'{]{0,20}?\w\((?:s|es)\)")
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code":
+                assert not hedged.search(cell.source), (path.name, hedged.search(cell.source)[0])

@@ -8,6 +8,7 @@ import numpy as np
 from matplotlib.patches import Rectangle
 
 from ...plot import new_figure
+from ...show import counted
 
 LABELLED = 48          # blocks up to which each one carries its number
 
@@ -52,7 +53,7 @@ def draw_taken(taken, names=None, title="Blocks of rows taken from the shared qu
     top.set_ylim(0, 1)
     top.set_yticks([])
     top.set_xlabel("row of the data (the queue hands out blocks in this order)")
-    top.set_title(f"{title}: {count} blocks, {devices} device{'s' * (devices > 1)}")
+    top.set_title(f"{title}: {counted(count, 'block')}, {counted(devices, 'device')}")
 
     width = max(sum(rows for _, rows in b) for b in taken) or 1  # each lane in rows
     for d, mine in enumerate(taken):

@@ -8,6 +8,7 @@ import numpy as np
 
 from ... import stream as oc, xtx as cv
 from ...device import pinned_empty
+from ...show import counted
 from ...tiles import label as tile_label
 from ...timing import stats
 from . import sums
@@ -48,10 +49,10 @@ def choose_sum(mcov, lanes, n, M, G):
     trial = [(rng.standard_normal((n, n), dtype=np.float32), np.zeros(n)) for _ in range(G)]
     sum_s = sums.time_options(trial, M, lanes=lanes)
     mcov.threads, mcov.triangle = min(sum_s, key=sum_s.get)
-    what = f"the float64 sum of {G} partial{'s' * (G > 1)} of {n:,} × {n:,}, one pass"
+    what = f"the float64 sum of {counted(G, 'partial')} of {n:,} × {n:,}, one pass"
     rows = [[what, "time (ms)"]] + [
         ["on the first device, in double precision" if t == "device"
-         else f"{t} thread{'s' * (t > 1)}" + ", lower triangle" * tri, f"{s * 1e3:,.1f}"]
+         else counted(t, 'thread') + ", lower triangle" * tri, f"{s * 1e3:,.1f}"]
         for (t, tri), s in sum_s.items()]
     return sum_s, rows
 
