@@ -63,11 +63,8 @@ REFERENCE = sorted(p for d in ("nvidia-h200", "nvidia-h100-80gb-hbm3") for p in 
 # Claims known not to hold in a stored record, by (device folder, chapter): a claim
 # rewritten after a reference pass waits here until the next pass records it, and a
 # claim that failed in the pass, whose page printed its other sentence, stays here with
-# why. scan_ex2_wider_pays (7's Going further, exercise 2: the widest look-back window
-# more than 5% faster than 4) held at 512 x 16 and not at 256 x 32, the H200's best shape
-# since 2026-11-29 (1.02x, its other sentence printed); it is no longer claimed, and the
-# next pass's record has no such entry.
-REWRITTEN = {("nvidia-h200", "07_scan"): {"scan_ex2_wider_pays"}}
+# why.
+REWRITTEN = {}
 
 
 @pytest.mark.parametrize("path", REFERENCE, ids=lambda p: f"{p.parent.name}/{p.stem}")

@@ -175,9 +175,9 @@ def test_chapter3_exercises_hold_on_the_stored_outputs():
     held(rc.smaller_groups(wg[64], wg[256], 64, 256, 0.98))
     launch = rec("nvidia-h200", "00_device")["limits"]["launch_us"]
     grid = {int(a): float(b.replace(",", "")) for a, b in
-            re.findall(r"(\d+) work-group\(s\) per compute unit: ([\d,.]+) GB/s", text)}
+            re.findall(r"(\d+) work-groups? per compute unit: ([\d,.]+) GB/s", text)}
     long1 = re.search(r"WG = 256: (\d+) passes, [\d,.]+ GB/s read, ([\d.]+) ms for ([\d,]+) floats", text)
-    long2 = re.search(r"8 work-group\(s\) per compute unit: [\d,.]+ GB/s read, (\d+) passes over ([\d,]+)", text)
+    long2 = re.search(r"8 work-groups per compute unit: [\d,.]+ GB/s read, (\d+) pass(?:es)? over ([\d,]+)", text)
     if long1 and long2:  # the exercises' runs since issue 45: the whole array, and beyond the L2
         held(rx.launch_share(float(long1[2]) / 1e3, int(long1[1]), launch, int(long1[3].replace(",", ""))))
         cache = (datasheet_value("NVIDIA H200", "l2_bytes"), "the data sheet's L2")
