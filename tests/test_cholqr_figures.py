@@ -22,7 +22,7 @@ SHAPES = {"gram_shape": SMALL, "update_shape": SMALL, "product_shape": WIDE, "in
 def traced(fp64_env):
     """A CholeskyQR2 of 40 columns (blocks of 8, bands of 16) and the trace of one factorisation."""
     _, ctx, queue = fp64_env
-    cq = cholqr.CholeskyQR2(ctx, queue, 40, block=8, band=16, whole=0, **SHAPES)
+    cq = cholqr.CholeskyQR2(ctx, queue, 40, block=8, band=16, **SHAPES)
     a = np.random.default_rng(3).standard_normal((300, 40))
     trace = []
     r = cq.factor_buffer(cq.upload(a), len(a), trace)
@@ -42,19 +42,6 @@ def test_phases_follow_the_host_loop(traced):
     assert len(stages["Q1 = A R1^-1"]) == bands
     assert len(stages["R = R2 R1"]) == bands * (bands + 1) // 2          # the upper triangle of band blocks
     assert sorted(i for idx in stages.values() for i in idx) == list(range(len(trace)))
-
-
-def test_a_small_gram_matrix_factors_in_one_launch(fp64_env):
-    """Up to `whole` columns each Cholesky factorisation is one launch (chol_whole)."""
-    _, ctx, queue = fp64_env
-    cq = cholqr.CholeskyQR2(ctx, queue, 40, block=8, band=16, whole=40, **SHAPES)
-    a = np.random.default_rng(3).standard_normal((300, 40))
-    trace = []
-    r = cq.factor_buffer(cq.upload(a), len(a), trace)
-    stages = dict(lm.phases([name for name, _ in trace]))
-    assert [trace[i][0] for i in stages["G1 = R1'R1, R1^-1"]] == ["chol_whole"]
-    assert [trace[i][0] for i in stages["G2 = R2'R2"]] == ["chol_whole"]
-    assert cq.method == "CholeskyQR2" and tsqr.gram_error(r, a) < 1e-12
 
 
 def test_phases_refuse_what_is_not_one_factorisation():

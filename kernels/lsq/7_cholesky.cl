@@ -18,7 +18,6 @@
 //               takes one column of E's block rows and solves L11 x = b;
 //               the host then subtracts L21 x from the rows below (another
 //               register-tiled product).
-//   chol_whole  for a small k, all of the above in one launch (below)
 // No work-group waits for another: each launch finishes before the next.
 // Build options: CB, the block's columns; WG, chol_diag's work-items;
 // STAMPS=1 (NVIDIA, joined after device/nv_clock.cl): chol_diag takes one more
@@ -188,60 +187,6 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void chol_diag(
     barrier(CLK_GLOBAL_MEM_FENCE);
     STAMP(CB + 3);
 #endif
-}
-
-// The whole factorisation in one launch, for a small k (the host's WHOLE):
-// one work-group walks G's columns in global memory, two barriers a column.
-// At column c: the pivot, L's column c into both triangles and, with inv,
-// E's row c scaled (E starts as the identity, as chol_cols' does); then the
-// trailing lower triangle -= L[:, c] L[:, c]' and, with inv, E's rows below
-// c -= L[i][c] E[c][:]. The pivot G[c][c] is read by every work-item in the
-// first half and written in the second. diag, flag and reset as chol_diag's.
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void chol_whole(
-        __global double *restrict g, const int ld, const int k,
-        __global double *restrict diag, __global int *restrict flag,
-        const int reset, __global double *restrict e, const int inv)
-{
-    const int lid = get_local_id(0);
-    if (reset && lid == 0)
-        flag[0] = 0;
-    if (inv)
-        for (int x = lid; x < k * k; x += WG)
-            e[(size_t)(x / k) * ld + x % k] = x / k == x % k ? 1.0 : 0.0;
-    barrier(CLK_GLOBAL_MEM_FENCE);
-    for (int c = 0; c < k; ++c) {
-        const double d = g[(size_t)c * ld + c], rl = rsqrt(d);
-        if (lid == 0) {
-            diag[c] = d * rl;
-            if (!(d > 0.0) || isinf(d))
-                flag[0] = 1;
-        }
-        for (int r = c + 1 + lid; r < k; r += WG) {
-            const double x = g[(size_t)r * ld + c] * rl;
-            g[(size_t)r * ld + c] = x;
-            g[(size_t)c * ld + r] = x;
-        }
-        if (inv)
-            for (int j = lid; j <= c; j += WG)
-                e[(size_t)c * ld + j] *= rl;
-        barrier(CLK_GLOBAL_MEM_FENCE);
-        if (lid == 0)
-            g[(size_t)c * ld + c] = d * rl;
-        const int n = k - c - 1;
-        for (int x = lid; x < n * n; x += WG) {      // neighbours along a row
-            const int i = c + 1 + x / n, j = c + 1 + x % n;
-            if (j <= i)
-                g[(size_t)i * ld + j] = fma(-g[(size_t)i * ld + c], g[(size_t)j * ld + c],
-                                            g[(size_t)i * ld + j]);
-        }
-        if (inv)
-            for (int x = lid; x < n * (c + 1); x += WG) {
-                const int i = c + 1 + x / (c + 1), j = x % (c + 1);
-                e[(size_t)i * ld + j] = fma(-g[(size_t)i * ld + c], e[(size_t)c * ld + j],
-                                            e[(size_t)i * ld + j]);
-            }
-        barrier(CLK_GLOBAL_MEM_FENCE);
-    }
 }
 
 // M (CB x CB, from chol_diag) into local memory.

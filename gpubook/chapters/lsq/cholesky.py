@@ -35,10 +35,6 @@ DIAG_WORK_ITEMS = 512
 # compute units idle, and the inverse's launches are not on that chain (the next
 # block waits for the trailing update, never for the inverse).
 OVERLAP = True
-# Up to this k the whole factorisation (and L^-1) runs as one launch, chol_whole,
-# instead of the blocks' 13 or more launches: see the kernel file. WHOLE_NOTE says
-# what decided it.
-WHOLE = 192
 
 
 def diagonal_ratio(ok, diag):
@@ -63,14 +59,13 @@ class DeviceCholesky:
     product_shape: those of the inverse's update (either kind: Products)."""
 
     def __init__(self, ctx, queue, k, block=64, update_shape=None, product_shape=None, products=None,
-                 panel=PANEL, overlap=OVERLAP, whole=WHOLE):
+                 panel=PANEL, overlap=OVERLAP):
         device = queue.device
         if int(panel) < 1:
             raise ValueError("a panel holds at least one block")
         self.panel = int(panel)
         require_fp64(device)
         self.ctx, self.queue, self.k = ctx, queue, inputs.count("k", k, 1)
-        self.whole = self.k <= inputs.count("whole", whole, 0)    # one launch: chol_whole
         inputs.count("block", block, 1)
         self.products = products or Products()
         self.update_shape = dict(update_shape or UPDATE_SHAPE)
@@ -86,14 +81,11 @@ class DeviceCholesky:
         wg = launch.largest(device, DIAG_WORK_ITEMS, lambda s: 8 * self.CB * (self.CB + 1))
         while True:
             self.kern = {name: kernel(ctx, PATH, name, {"CB": self.CB, "WG": wg})
-                         for name in ("chol_diag", "chol_rows", "chol_cols", "take_triangle", "identity",
-                                      "chol_whole")}
-            if all(launch.why_not(device, wg, kern=self.kern[n]) is None for n in ("chol_diag", "chol_whole")) \
-                    or wg == 1:
+                         for name in ("chol_diag", "chol_rows", "chol_cols", "take_triangle", "identity")}
+            if launch.why_not(device, wg, kern=self.kern["chol_diag"]) is None or wg == 1:
                 break
             wg //= 2
-        for name in ("chol_diag", "chol_whole"):
-            launch.check(device, wg, kern=self.kern[name])
+        launch.check(device, wg, kern=self.kern["chol_diag"])
         self.wg = wg
         mf = cl.mem_flags
         # the pivots and the failure flag of two factorisations (slots 0 and 1)
@@ -119,11 +111,6 @@ class DeviceCholesky:
         trace = [] if trace is None else trace
         diag, flag = self.diag[slot], self.flag[slot]
         self._side = []                          # the inverse's last launch on the side queue
-        if self.whole:
-            trace.append(("chol_whole", self.products.launch(
-                q, self.kern["chol_whole"], (self.wg,), (self.wg,), g, i32(k), i32(k), diag, flag, i32(fresh),
-                g if inverse is None else inverse, i32(inverse is not None))))
-            return
         if inverse is not None:
             # after everything the queue holds so far (an earlier run may still read `inverse`)
             after = [cl.enqueue_marker(q)] if self.side is not q else None

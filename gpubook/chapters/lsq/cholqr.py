@@ -27,7 +27,7 @@ import pyopencl as cl
 from ... import dmma, launch
 from ...device import compute_units, require_fp64
 from ...kernels import kernel
-from .cholesky import (PANEL, PATH, PRODUCT_SHAPE, UPDATE_SHAPE, WHOLE, DeviceCholesky,  # noqa: F401
+from .cholesky import (PANEL, PATH, PRODUCT_SHAPE, UPDATE_SHAPE, DeviceCholesky,  # noqa: F401 (cholqr's names)
                        diagonal_ratio)
 from .products import Products
 from . import inputs
@@ -97,14 +97,15 @@ class CholeskyQR2(Factors):
     97 ms of device time against 105 ms with one-block updates on the
     register tiles); the Gram products of a wide matrix in GRAM_WIDE's larger
     tiles (`gram_note` says which). panel: the blocks of one panel, overlap: L^-1
-    on a second queue, whole: the most cols factored in one launch (DeviceCholesky).
-    Shapes given explicitly pick their own kernel (Products). After each factorisation:
-    `method` ("CholeskyQR2" or "TSQR"), `cond_estimate` (the first factor's diagonal
-    ratio, inf when its Cholesky failed) and `reason` (why it fell back, '' when not)."""
+    on a second queue (DeviceCholesky). Shapes given explicitly pick their own
+    kernel (Products). After each factorisation: `method`
+    ("CholeskyQR2" or "TSQR"), `cond_estimate` (the first factor's diagonal
+    ratio, inf when its Cholesky failed) and `reason` (why it fell back, ''
+    when it did not)."""
 
     def __init__(self, ctx, queue, cols, limit=COND_LIMIT, gram_shape=None, product_shape=None, block=64,
                  band=512, update_shape=None, inverse_shape=None, mma=False, emulate=False, tsqr_options=None,
-                 panel=PANEL, bind=True, edges=True, across=None, overlap=True, whole=WHOLE):
+                 panel=PANEL, bind=True, edges=True, across=None, overlap=True):
         device = queue.device
         require_fp64(device)
         self.ctx, self.queue, self.C = ctx, queue, inputs.count("cols", cols, 1)
@@ -131,7 +132,7 @@ class CholeskyQR2(Factors):
         if mma:
             update_shape, inverse_shape = update_shape or dmma.SHAPE, inverse_shape or dmma.SHAPE
         self.chol = DeviceCholesky(ctx, queue, cols, block, update_shape, inverse_shape, self.products, panel,
-                                   overlap, whole)
+                                   overlap)
         self.band = _round_up(max(1, band), self.product_shape["TN"])
         self.TT = launch.square_side(device, (16, 8, 4, 2, 1), lambda t: 8 * t * (t + 1))
         defines = {"PART": 3, "C": self.C, "TT": self.TT}

@@ -246,7 +246,7 @@ def product_flops(m, cols):
 
 # The stages of CholeskyQR2 in the order enqueue runs them: a stage is a run of
 # consecutive launches whose kernels belong to the same kind.
-KIND = {"tiles: Gram": "gram", "sum_chunks": "gram", "chol_whole": "cholesky", "chol_diag": "cholesky", "chol_rows": "cholesky",
+KIND = {"tiles: Gram": "gram", "sum_chunks": "gram", "chol_diag": "cholesky", "chol_rows": "cholesky",
         "chol_cols": "cholesky", "tiles: trailing -= L21 L21'": "cholesky", "tiles: inverse -= L21 X": "cholesky",
         "transpose_rows": "transpose", "tiles: Q1 = A R1^-1": "q1", "take_triangle": "triangles",
         "tiles: R = R2 R1": "r",

@@ -113,8 +113,7 @@ class _Passes(cholqr.Factors):
         ch = self.cq.chol
         # a second factorisation object: two more pivot slots, its own kernels' buffers
         self.chols = [ch, cholqr.DeviceCholesky(ctx, queue, self.C, ch.CB, ch.update_shape, ch.product_shape,
-                                                self.cq.products, ch.panel,
-                                                whole=self.C if ch.whole else 0)]
+                                                self.cq.products, ch.panel)]
         self.k = {name: kernel(ctx, cholqr.PATH, name, {"CB": ch.CB, "WG": ch.wg})
                   for name in ("shift_diagonal", "column_squares")}
         launch.check(queue.device, ch.wg, kern=self.k["shift_diagonal"])
