@@ -91,6 +91,12 @@ def test_counted_says_one_or_many(n, noun, plural, text):
     assert gb.counted(n, noun, plural) == text
 
 
+# Pages whose stored outputs come from a host not lent since: their cells keep "(s)"
+# until that host runs them again (chapter 10's Going further, from a host of several
+# GPUs; the change waits on the ch10-plurals branch).
+WAITING = {"10_going_further.ipynb"}
+
+
 def test_no_shown_count_hedges_its_plural():
     """A count in a code cell's text names its noun for that count, not "device(s)"."""
     import nbformat
@@ -99,6 +105,9 @@ def test_no_shown_count_hedges_its_plural():
 
     hedged = re.compile(r"\{[^}]+\}[^\"'{]{0,20}?\w\((?:s|es)\)")
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        for cell in nbformat.read(path, as_version=4).cells:
-            if cell.cell_type == "code":
-                assert not hedged.search(cell.source), (path.name, hedged.search(cell.source)[0])
+        code = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+        if path.name in WAITING:          # a page that no longer hedges leaves the list
+            assert any(hedged.search(c) for c in code), f"{path.name}: take it out of WAITING"
+            continue
+        for source in code:
+            assert not hedged.search(source), (path.name, hedged.search(source)[0])
