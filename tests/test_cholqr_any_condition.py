@@ -185,6 +185,30 @@ def test_a_prediction_that_falls_short_runs_again_with_a_wait_per_pass(fp64_env,
     assert orthogonality(chosen.q()) <= 1e-13
 
 
+@pytest.mark.parametrize("limit, cond, shifts, shift_launches", [
+    (sh.LIMIT, 1e10, 1, 2),      # A breaks down; the shift after one shift not needed: discarded
+    (100, 1e14, 3, 3),           # needed twice, then predicted
+    (sh.LIMIT, 1e14, 2, 3),      # needed once, then discarded
+])
+def test_the_shift_enqueued_before_a_wait_matches_the_reference(fp64_env, limit, cond, shifts, shift_launches):
+    """After a shifted pass, the next shift runs before the estimate is read: used
+    where the estimate asks for a shift, else the unshifted factor is taken back. R,
+    the shifts and Q are the reference's either way."""
+    _, ctx, queue = fp64_env
+    chosen = sh.Chosen(ctx, queue, 13, limit=limit, **OPTS)
+    a = lm.conditioned(1003, 13, cond, seed=11)
+    trace = []
+    buf = chosen.upload(a)
+    chosen.enqueue(buf, len(a), trace)
+    chosen.settle(buf, len(a), trace)
+    r = chosen.r()
+    q_ref, r_ref, ref_shifts = ref.reference_chosen(a, limit=limit)
+    assert chosen.shifts == ref_shifts == shifts
+    assert sum(name == "shift_diagonal" for name, _ in trace) == shift_launches
+    assert np.abs(r - r_ref).max() <= 1e-12 * np.abs(r_ref).max()
+    assert orthogonality(chosen.q()) <= 1e-13
+
+
 def test_a_prediction_capped_by_max_shifts_is_refused_not_returned(fp64_env):
     """Two shifts needed (limit=100, κ = 1e8), one allowed: the prediction is capped,
     the estimate read in settle is above the limit, and the run again with a wait per

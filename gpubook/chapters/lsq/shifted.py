@@ -180,10 +180,11 @@ class _Passes(cholqr.Factors):
         if slot not in self.used:
             self.used.append(slot)
 
-    def _estimate(self, g, trace):
-        """Enqueue the two norms of the factor in g (upper) and its inverse (E, lower)."""
+    def _estimate(self, g, trace, inverse=None):
+        """Enqueue the two norms of the factor in g (upper) and its inverse (lower; E
+        unless given)."""
         c = self.C
-        for src, upper, at in ((g, 1, 0), (self.cq.E, 0, c)):
+        for src, upper, at in ((g, 1, 0), (self.cq.E if inverse is None else inverse, 0, c)):
             trace.append(("column_squares", launch.enqueue(
                 self.queue, self.k["column_squares"], (c,), (64,), src, np.int32(c), np.int32(c),
                 np.int32(upper), self.squares, np.int32(at), bound=self.cq.products.bound)))
@@ -276,7 +277,9 @@ class Chosen(_Passes):
     unshifted Cholesky factor (the module's note): `enqueue` runs the first pass and
     reads the estimate (one wait for the device). Above `limit` it shifts; from the
     first finite estimate on, it enqueues the shifts that `planned_shifts` predicts,
-    with no estimate and no wait between them, then CholeskyQR2 on the last Q, and
+    with no estimate and no wait between them, then CholeskyQR2 on the last Q (where
+    a pass follows a shift, its own shift goes in before the wait, beside the
+    unshifted factor, and is dropped where the estimate needs none), and
     `settle` reads the estimate of that Q's own factor: where it is above the limit
     (the prediction fell short), the whole factorisation runs again with a wait after
     every pass (at most `max_shifts` shifts either way). After `settle`: method
@@ -292,6 +295,7 @@ class Chosen(_Passes):
         self.limit, self.max_shifts = checked_limit(limit), inputs.count("max_shifts", max_shifts, 0)
         super().__init__(ctx, queue, cols, **options)
         self.predicted, self._deferred = 0, False
+        self.Eu = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 8 * self.C * self.C)   # (speculate)
 
     def enqueue(self, buf, m, trace=None, predict=True):
         m = self._rows(buf, m)
@@ -299,19 +303,26 @@ class Chosen(_Passes):
         self._buffers(m)
         self._input, self._deferred = (buf, m), False
         self.method, self.used, self.shifts, self.estimates, self.predicted = None, [], 0, [], 0
-        x, gs, i, plan = buf, [], 0, 0
+        x, gs, i, plan, done = buf, [], 0, 0, False
         while True:
             g = self._g(i)
             self.cq.enqueue_gram(x, m, g, trace)
             if not plan:
+                # after a shift, the next shift goes in before the wait (in g, its own
+                # flag), and the unshifted factor that estimates beside it (in Gs)
+                spec, prior = predict and self.shifts and not self.predicted, list(self.used)
                 if not self.predicted:
                     cl.enqueue_copy(self.queue, self.Gs, g)           # kept for a shift
-                self._factor(g, 0, self.cq.E, trace)
-                self._estimate(g, [])                                 # not CholeskyQR2's: off the trace
+                u, e = (self.Gs, self.Eu) if spec else (g, self.cq.E)
+                self._factor(u, 0, e, trace)
+                self._estimate(u, [], e)                              # not CholeskyQR2's: off the trace
                 if self.predicted:              # the predicted shifts ran: settle reads this estimate
                     self._deferred = True
                     break
-                prior_ok = all(self._status(s) for s in self.used[:-1])
+                if spec:
+                    self._shift(g, m, trace)
+                    self._factor(g, 3 if 1 in prior else 1, self.cq.E, trace)
+                prior_ok = all(self._status(s) for s in prior)
                 ok = self._status(0)
                 est = self._read_estimate() if ok else np.inf
                 self.estimates.append(est)
@@ -319,6 +330,9 @@ class Chosen(_Passes):
                     raise ConditionError("a shifted Cholesky factorisation broke down: A is too ill-conditioned "
                                          "for shifted CholeskyQR")
                 if est <= self.limit:
+                    if spec:                    # the unshifted factor after all, with its inverse
+                        cl.enqueue_copy(self.queue, g, self.Gs)
+                        cl.enqueue_copy(self.queue, self.cq.E, self.Eu)
                     break
                 if self.shifts >= self.max_shifts:
                     raise ConditionError(f"the condition estimate is still {est:.1e} after {self.max_shifts} "
@@ -327,12 +341,15 @@ class Chosen(_Passes):
                 if predict and np.isfinite(est):
                     plan = min(planned_shifts(est, m, self.C, self.limit), self.max_shifts - self.shifts)
                     self.predicted = plan
-                cl.enqueue_copy(self.queue, g, self.Gs)
-                self.used = []
+                if not spec:
+                    cl.enqueue_copy(self.queue, g, self.Gs)
+                self.used, done = self.used[-1:] if spec else [], bool(spec)
             fresh = not self.used                   # the predicted shifts' failures add up in slot 1
             plan, self.shifts = plan - 1, self.shifts + 1
-            self._shift(g, m, trace)
-            self._factor(g, 1, self.cq.E, trace, fresh)
+            if not done:
+                self._shift(g, m, trace)
+                self._factor(g, 1, self.cq.E, trace, fresh)
+            done = False
             gs.append(g)
             out = self.X[i % 2]
             self._q(x, m, out, trace)
