@@ -295,7 +295,8 @@ class Chosen(_Passes):
         self.limit, self.max_shifts = checked_limit(limit), inputs.count("max_shifts", max_shifts, 0)
         super().__init__(ctx, queue, cols, **options)
         self.predicted, self._deferred = 0, False
-        self.Eu = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 8 * self.C * self.C)   # (speculate)
+        # the unshifted factor's inverse, where the next shift runs beside it (enqueue)
+        self.Eu = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 8 * self.C * self.C)
 
     def enqueue(self, buf, m, trace=None, predict=True):
         m = self._rows(buf, m)
