@@ -304,10 +304,11 @@ class Chosen(_Passes):
         self._buffers(m)
         self._input, self._deferred = (buf, m), False
         self.method, self.used, self.shifts, self.estimates, self.predicted = None, [], 0, [], 0
-        x, gs, i, plan, done = buf, [], 0, 0, False
+        x, gs, i, plan = buf, [], 0, 0
         while True:
             g = self._g(i)
             self.cq.enqueue_gram(x, m, g, trace)
+            spec = False
             if not plan:
                 # after a shift, the next shift goes in before the wait (in g, its own
                 # flag), and the unshifted factor that estimates beside it (in Gs)
@@ -344,13 +345,12 @@ class Chosen(_Passes):
                     self.predicted = plan
                 if not spec:
                     cl.enqueue_copy(self.queue, g, self.Gs)
-                self.used, done = self.used[-1:] if spec else [], bool(spec)
+                self.used = self.used[-1:] if spec else []
             fresh = not self.used                   # the predicted shifts' failures add up in slot 1
             plan, self.shifts = plan - 1, self.shifts + 1
-            if not done:
+            if not spec:                            # (else this pass's shift already ran)
                 self._shift(g, m, trace)
                 self._factor(g, 1, self.cq.E, trace, fresh)
-            done = False
             gs.append(g)
             out = self.X[i % 2]
             self._q(x, m, out, trace)
